@@ -1,0 +1,55 @@
+package io.github.pgqueue;
+
+import java.lang.reflect.Type;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Sends, receives, cancels and inspects messages. Sends join the caller's Spring-managed
+ * transaction: a send whose transaction rolls back is never delivered. Queue names are 1 to 63
+ * letters, digits, {@code _}, {@code .} or {@code -}; anything else is rejected with an
+ * {@link IllegalArgumentException} before anything is written.
+ */
+public interface QueueOperations {
+
+	/** Sends {@code payload} to {@code queue} and returns the message id. */
+	default long send(String queue, Object payload) {
+		return send(queue, payload, SendOptions.DEFAULTS);
+	}
+
+	/** Sends {@code payload} to {@code queue} with {@code options} and returns the message id. */
+	long send(String queue, Object payload, SendOptions options);
+
+	/** Sends all {@code payloads} in one statement and returns their ids in the same order. */
+	default List<Long> sendBatch(String queue, List<?> payloads) {
+		return sendBatch(queue, payloads, SendOptions.DEFAULTS);
+	}
+
+	/** Sends all {@code payloads} with the same {@code options} in one statement; ids in order. */
+	List<Long> sendBatch(String queue, List<?> payloads, SendOptions options);
+
+	/**
+	 * Claims the next visible message of {@code queue}, if any, holding it on a database session
+	 * of its own until the returned lease is completed or closed.
+	 */
+	<T> Optional<Lease<T>> receive(String queue, Class<T> payloadType);
+
+	/** As {@link #receive(String, Class)}, for a generic payload type. */
+	<T> Optional<Lease<T>> receive(String queue, Type payloadType);
+
+	/** Deletes message {@code id} of {@code queue} unless a consumer holds it. */
+	CancelResult cancel(String queue, long id);
+
+	/** Counts the messages of {@code queue} by state. */
+	QueueStats stats(String queue);
+
+	/** Creates or updates the definition of a queue. */
+	void declare(QueueDefinition definition);
+
+	/**
+	 * Moves up to {@code max} messages from the dead-letter queue of {@code queue} back to it, with
+	 * their attempts reset, and returns how many moved.
+	 */
+	int redrive(String queue, int max);
+
+}

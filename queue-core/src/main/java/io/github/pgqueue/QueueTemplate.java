@@ -1,0 +1,355 @@
+package io.github.pgqueue;
+
+import java.lang.reflect.Type;
+import java.sql.Array;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.Timestamp;
+import java.sql.Types;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+
+import javax.sql.DataSource;
+
+import io.github.pgqueue.internal.ClaimedMessage;
+import io.github.pgqueue.internal.ConsumerSession;
+import io.github.pgqueue.internal.Headers;
+import io.github.pgqueue.internal.QueueNames;
+import io.github.pgqueue.internal.QueueSql;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/**
+ * The thread-safe {@link QueueOperations} implementation. Sends run on the connection of the
+ * caller's Spring-managed transaction when there is one; receives use sessions of their own.
+ * Build one with {@link #builder(DataSource)}.
+ */
+public final class QueueTemplate implements QueueOperations {
+
+	/** The schema pgqueue's tables live in unless configured otherwise. */
+	public static final String DEFAULT_SCHEMA = "pgqueue";
+
+	private static final int RECEIVE_ATTEMPTS = 16;
+
+	private final DataSource dataSource;
+
+	private final JdbcTemplate jdbc;
+
+	private final QueueSql sql;
+
+	private final PayloadConverter converter;
+
+	private final MeterRegistry meterRegistry;
+
+	private volatile Integer namespace;
+
+	private QueueTemplate(Builder builder) {
+		this.dataSource = builder.dataSource;
+		this.jdbc = new JdbcTemplate(builder.dataSource);
+		this.sql = new QueueSql(builder.schema);
+		this.converter = builder.converter;
+		this.meterRegistry = builder.meterRegistry;
+		this.namespace = builder.lockNamespace;
+	}
+
+	/** Starts building a template on {@code dataSource}. */
+	public static Builder builder(DataSource dataSource) {
+		return new Builder(dataSource);
+	}
+
+	@Override
+	public long send(String queue, Object payload, SendOptions options) {
+		QueueNames.requireQueue(queue);
+		Objects.requireNonNull(options, "SendOptions must not be null");
+		String json = this.converter.write(requirePayload(payload, queue));
+		Long id = this.jdbc.execute(this.sql.send(), (PreparedStatement ps) -> {
+			bindOptions(ps, 1, queue, options);
+			ps.setString(2, json);
+			try (ResultSet rs = ps.executeQuery()) {
+				rs.next();
+				return rs.getLong(1);
+			}
+		});
+		sent(queue, 1);
+		return Objects.requireNonNull(id);
+	}
+
+	@Override
+	public List<Long> sendBatch(String queue, List<?> payloads, SendOptions options) {
+		QueueNames.requireQueue(queue);
+		Objects.requireNonNull(payloads, "Payloads must not be null");
+		Objects.requireNonNull(options, "SendOptions must not be null");
+		if (payloads.isEmpty()) {
+			return List.of();
+		}
+		String[] json = new String[payloads.size()];
+		for (int i = 0; i < json.length; i++) {
+			json[i] = this.converter.write(requirePayload(payloads.get(i), queue));
+		}
+		List<Long> ids = this.jdbc.execute(this.sql.sendBatch(), (PreparedStatement ps) -> {
+			// sendBatch's parameters: 1 queue, 2 headers, 3 priority, 4 not-before, 5 delay, 6 max, 7 payloads
+			ps.setString(1, queue);
+			ps.setString(2, Headers.write(options.headers()));
+			ps.setInt(3, options.priority());
+			setNotBefore(ps, 4, options);
+			ps.setLong(5, options.delay().toMillis());
+			setMaxAttempts(ps, 6, options);
+			Array array = ps.getConnection().createArrayOf("text", json);
+			ps.setArray(7, array);
+			List<Long> result = new ArrayList<>(json.length);
+			try (ResultSet rs = ps.executeQuery()) {
+				while (rs.next()) {
+					result.add(rs.getLong(1));
+				}
+			}
+			Collections.sort(result);
+			return result;
+		});
+		sent(queue, json.length);
+		return ids;
+	}
+
+	@Override
+	public <T> Optional<Lease<T>> receive(String queue, Class<T> payloadType) {
+		return receive(queue, (Type) payloadType);
+	}
+
+	@Override
+	@SuppressWarnings("unchecked")
+	public <T> Optional<Lease<T>> receive(String queue, Type payloadType) {
+		QueueNames.requireQueue(queue);
+		ConsumerSession session = ConsumerSession.open(this.dataSource, this.sql, namespace());
+		try {
+			for (int i = 0; i < RECEIVE_ATTEMPTS; i++) {
+				List<ClaimedMessage> claimed = session.claim(queue, 1).messages();
+				if (claimed.isEmpty()) {
+					session.close();
+					return Optional.empty();
+				}
+				ClaimedMessage message = claimed.get(0);
+				try {
+					QueueMessage<T> converted = (QueueMessage<T>) toQueueMessage(message, payloadType, this.converter);
+					return Optional.of(new Lease<>(session, message, converted));
+				}
+				catch (PayloadConversionException ex) {
+					session.deadLetter(List.of(ConsumerSession.DeadLetter.of(message, ex.getMessage())));
+				}
+			}
+			session.close();
+			return Optional.empty();
+		}
+		catch (RuntimeException ex) {
+			session.close();
+			throw ex;
+		}
+	}
+
+	/** Converts a claimed row into the message a handler sees. */
+	static QueueMessage<Object> toQueueMessage(ClaimedMessage message, Type payloadType, PayloadConverter converter) {
+		Object payload = converter.read(message.payloadJson(), payloadType);
+		return new QueueMessage<>(message.id(), message.queue(), payload, Headers.read(message.headersJson()),
+				message.priority(), message.attempt(), message.maxAttempts(), message.createdAt());
+	}
+
+	@Override
+	public CancelResult cancel(String queue, long id) {
+		QueueNames.requireQueue(queue);
+		int ns = namespace();
+		Boolean removed = this.jdbc.execute(this.sql.cancel(), (PreparedStatement ps) -> {
+			ps.setString(1, queue);
+			ps.setLong(2, id);
+			ps.setInt(3, ns);
+			ps.setInt(4, ns);
+			try (ResultSet rs = ps.executeQuery()) {
+				return rs.next();
+			}
+		});
+		if (Boolean.TRUE.equals(removed)) {
+			return CancelResult.REMOVED;
+		}
+		Boolean exists = this.jdbc.queryForObject(this.sql.exists(), Boolean.class, queue, id);
+		return Boolean.TRUE.equals(exists) ? CancelResult.HELD : CancelResult.NOT_FOUND;
+	}
+
+	@Override
+	public QueueStats stats(String queue) {
+		QueueNames.requireQueue(queue);
+		String dlq = deadLetterQueueOf(queue);
+		int ns = namespace();
+		return this.jdbc.queryForObject(this.sql.stats(), (rs, row) -> {
+			double oldest = rs.getDouble(5);
+			return new QueueStats(queue, rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4),
+					Duration.ofMillis((long) (oldest * 1000)));
+		}, dlq, ns, queue);
+	}
+
+	@Override
+	public void declare(QueueDefinition definition) {
+		this.jdbc.update(this.sql.upsertQueue(), definition.name(), definition.maxAttempts(),
+				definition.backoffInitial().toMillis(), definition.backoffMultiplier(),
+				definition.backoffMax().toMillis(), definition.deadLetterQueue());
+	}
+
+	@Override
+	public int redrive(String queue, int max) {
+		QueueNames.requireQueue(queue);
+		if (max < 1) {
+			throw new IllegalArgumentException("Redrive max must be at least 1, was " + max);
+		}
+		Long moved = this.jdbc.queryForObject(this.sql.redrive(), Long.class, queue, deadLetterQueueOf(queue),
+				namespace(), max, this.sql.channel(), queue);
+		return (moved != null) ? moved.intValue() : 0;
+	}
+
+	/** The dead-letter queue of {@code queue}: its definition's, else {@code <queue>.dlq}. */
+	public String deadLetterQueueOf(String queue) {
+		List<String> configured = this.jdbc.queryForList(this.sql.deadLetterQueue(), String.class, queue);
+		return (configured.isEmpty() || configured.get(0) == null) ? QueueNames.defaultDeadLetterQueue(queue)
+				: configured.get(0);
+	}
+
+	/** The first int4 of every lock key pgqueue takes in this database. */
+	public int lockNamespace() {
+		return namespace();
+	}
+
+	private int namespace() {
+		Integer ns = this.namespace;
+		if (ns == null) {
+			ns = this.jdbc.queryForObject(this.sql.namespace(), Integer.class);
+			this.namespace = ns;
+		}
+		return ns;
+	}
+
+	/** The validated schema this template works in. */
+	public String schema() {
+		return this.sql.schema();
+	}
+
+	/** The data source sends and sessions use. */
+	public DataSource dataSource() {
+		return this.dataSource;
+	}
+
+	/** The payload converter. */
+	public PayloadConverter payloadConverter() {
+		return this.converter;
+	}
+
+	/** The meter registry metrics are recorded in. */
+	public MeterRegistry meterRegistry() {
+		return this.meterRegistry;
+	}
+
+	/** Opens a consumer session on a connection of its own. Internal: used by listener containers. */
+	public ConsumerSession openSession() {
+		return ConsumerSession.open(this.dataSource, this.sql, namespace());
+	}
+
+	/** The SQL of this template's schema. Internal: used by listener containers. */
+	public QueueSql sql() {
+		return this.sql;
+	}
+
+	private void sent(String queue, int count) {
+		Counter.builder("pgqueue.messages.sent")
+			.description("Messages sent")
+			.tag("queue", queue)
+			.register(this.meterRegistry)
+			.increment(count);
+	}
+
+	private static Object requirePayload(Object payload, String queue) {
+		if (payload == null) {
+			throw new IllegalArgumentException("Payload for queue '" + queue + "' must not be null");
+		}
+		return payload;
+	}
+
+	private static void bindOptions(PreparedStatement ps, int queueIndex, String queue, SendOptions options)
+			throws java.sql.SQLException {
+		// send's parameters: 1 queue, 2 payload, 3 headers, 4 priority, 5 not-before, 6 delay, 7 max
+		ps.setString(queueIndex, queue);
+		ps.setString(3, Headers.write(options.headers()));
+		ps.setInt(4, options.priority());
+		setNotBefore(ps, 5, options);
+		ps.setLong(6, options.delay().toMillis());
+		setMaxAttempts(ps, 7, options);
+	}
+
+	private static void setNotBefore(PreparedStatement ps, int index, SendOptions options) throws java.sql.SQLException {
+		if (options.notBefore() != null) {
+			ps.setTimestamp(index, Timestamp.from(options.notBefore()));
+		}
+		else {
+			ps.setNull(index, Types.TIMESTAMP_WITH_TIMEZONE);
+		}
+	}
+
+	private static void setMaxAttempts(PreparedStatement ps, int index, SendOptions options)
+			throws java.sql.SQLException {
+		if (options.maxAttempts() != null) {
+			ps.setInt(index, options.maxAttempts());
+		}
+		else {
+			ps.setNull(index, Types.INTEGER);
+		}
+	}
+
+	/** Builds a {@link QueueTemplate}. */
+	public static final class Builder {
+
+		private final DataSource dataSource;
+
+		private String schema = DEFAULT_SCHEMA;
+
+		private Integer lockNamespace;
+
+		private PayloadConverter converter = new JacksonPayloadConverter();
+
+		private MeterRegistry meterRegistry = new CompositeMeterRegistry();
+
+		private Builder(DataSource dataSource) {
+			this.dataSource = Objects.requireNonNull(dataSource, "DataSource must not be null");
+		}
+
+		/** The schema of pgqueue's tables; default {@value QueueTemplate#DEFAULT_SCHEMA}. */
+		public Builder schema(String schema) {
+			this.schema = QueueNames.requireSchema(schema);
+			return this;
+		}
+
+		/**
+		 * The first int4 of every advisory lock key; by default the oid of the message table, so
+		 * it never collides with another pgqueue schema in the same database.
+		 */
+		public Builder lockNamespace(Integer lockNamespace) {
+			this.lockNamespace = lockNamespace;
+			return this;
+		}
+
+		public Builder payloadConverter(PayloadConverter converter) {
+			this.converter = Objects.requireNonNull(converter, "PayloadConverter must not be null");
+			return this;
+		}
+
+		public Builder meterRegistry(MeterRegistry meterRegistry) {
+			this.meterRegistry = Objects.requireNonNull(meterRegistry, "MeterRegistry must not be null");
+			return this;
+		}
+
+		public QueueTemplate build() {
+			return new QueueTemplate(this);
+		}
+
+	}
+
+}

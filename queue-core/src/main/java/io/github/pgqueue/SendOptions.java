@@ -1,0 +1,122 @@
+package io.github.pgqueue;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * How a message is sent: priority, delay or not-before time, headers and max attempts.
+ * Immutable; build with {@link #builder()}.
+ */
+public final class SendOptions {
+
+	/** Priority 0, no delay, no headers, the queue's max attempts. */
+	public static final SendOptions DEFAULTS = builder().build();
+
+	private final int priority;
+
+	private final Duration delay;
+
+	private final Instant notBefore;
+
+	private final Map<String, String> headers;
+
+	private final Integer maxAttempts;
+
+	private SendOptions(Builder builder) {
+		this.priority = builder.priority;
+		this.delay = builder.delay;
+		this.notBefore = builder.notBefore;
+		this.headers = Collections.unmodifiableMap(new LinkedHashMap<>(builder.headers));
+		this.maxAttempts = builder.maxAttempts;
+	}
+
+	public static Builder builder() {
+		return new Builder();
+	}
+
+	/** Lower is delivered first; default 0. */
+	public int priority() {
+		return this.priority;
+	}
+
+	/** How long after the send commits the message becomes visible; zero by default. */
+	public Duration delay() {
+		return this.delay;
+	}
+
+	/** The time before which the message is not delivered, or null; overrides {@link #delay()}. */
+	public Instant notBefore() {
+		return this.notBefore;
+	}
+
+	/** Headers stored with the message. */
+	public Map<String, String> headers() {
+		return this.headers;
+	}
+
+	/** Attempts before the message is dead-lettered, or null for the queue's setting. */
+	public Integer maxAttempts() {
+		return this.maxAttempts;
+	}
+
+	/** Builds {@link SendOptions}. */
+	public static final class Builder {
+
+		private int priority;
+
+		private Duration delay = Duration.ZERO;
+
+		private Instant notBefore;
+
+		private final Map<String, String> headers = new LinkedHashMap<>();
+
+		private Integer maxAttempts;
+
+		private Builder() {
+		}
+
+		public Builder priority(int priority) {
+			this.priority = priority;
+			return this;
+		}
+
+		public Builder delay(Duration delay) {
+			if (delay == null || delay.isNegative()) {
+				throw new IllegalArgumentException("Delay must be zero or positive, was " + delay);
+			}
+			this.delay = delay;
+			return this;
+		}
+
+		public Builder notBefore(Instant notBefore) {
+			this.notBefore = notBefore;
+			return this;
+		}
+
+		public Builder header(String name, String value) {
+			if (name == null || name.isEmpty() || value == null) {
+				throw new IllegalArgumentException("Header name and value must not be empty or null, were '" + name
+						+ "' and '" + value + "'");
+			}
+			this.headers.put(name, value);
+			return this;
+		}
+
+		public Builder maxAttempts(int maxAttempts) {
+			if (maxAttempts < 1) {
+				throw new IllegalArgumentException("Max attempts must be at least 1, was " + maxAttempts);
+			}
+			this.maxAttempts = maxAttempts;
+			return this;
+		}
+
+		public SendOptions build() {
+			return new SendOptions(this);
+		}
+
+	}
+
+}

@@ -1,0 +1,410 @@
+package io.github.pgqueue.internal;
+
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import javax.sql.DataSource;
+
+import io.github.pgqueue.LeaseLostException;
+import io.github.pgqueue.QueueException;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One database session that claims messages and holds them until they are acked, retried,
+ * dead-lettered or released. Not thread-safe: one poller thread or one lease owns it.
+ * <p>
+ * Invariants: a claim runs only when the session holds nothing (advisory locks are re-entrant,
+ * so a second claim would hand out a message this session already holds); every lock is either
+ * held for a returned message or released in the statement after it was found useless; after a
+ * connection error the session is lost and never touches a message again.
+ */
+public final class ConsumerSession implements AutoCloseable {
+
+	private static final Logger logger = LoggerFactory.getLogger(ConsumerSession.class);
+
+	private final Connection connection;
+
+	private final QueueSql sql;
+
+	private final int namespace;
+
+	private final int backendPid;
+
+	private final Set<Long> held = new LinkedHashSet<>();
+
+	private boolean lost;
+
+	private ConsumerSession(Connection connection, QueueSql sql, int namespace) throws SQLException {
+		this.connection = connection;
+		this.sql = sql;
+		this.namespace = namespace;
+		if (!connection.getAutoCommit()) {
+			connection.setAutoCommit(true);
+		}
+		try (PreparedStatement ps = connection.prepareStatement(sql.backendPid()); ResultSet rs = ps.executeQuery()) {
+			rs.next();
+			this.backendPid = rs.getInt(1);
+		}
+	}
+
+	/** Opens a session on a connection of its own from {@code dataSource}. */
+	public static ConsumerSession open(DataSource dataSource, QueueSql sql, int namespace) {
+		Connection connection = null;
+		try {
+			connection = dataSource.getConnection();
+			return new ConsumerSession(connection, sql, namespace);
+		}
+		catch (SQLException ex) {
+			closeQuietly(connection, ex);
+			throw new QueueException("Could not open a consumer session: " + ex.getMessage(), ex);
+		}
+	}
+
+	/** The server process id of this session, as {@code pg_stat_activity} shows it. */
+	public int backendPid() {
+		return this.backendPid;
+	}
+
+	/** Whether a connection error ended this session; its messages are no longer held. */
+	public boolean isLost() {
+		return this.lost;
+	}
+
+	/** How many messages this session holds. */
+	public int heldCount() {
+		return this.held.size();
+	}
+
+	/**
+	 * Claims up to {@code max} visible messages of {@code queue} in priority order, counting an
+	 * attempt on each. Messages whose attempts are used up are dead-lettered here and not returned.
+	 */
+	public Claim claim(String queue, int max) {
+		if (!this.held.isEmpty()) {
+			throw new IllegalStateException("Session " + this.backendPid + " still holds " + this.held
+					+ "; complete them before claiming more");
+		}
+		checkNotLost();
+		List<Long> locked = new ArrayList<>(max);
+		try {
+			try (PreparedStatement ps = this.connection.prepareStatement(this.sql.claim())) {
+				ps.setString(1, queue);
+				ps.setString(2, queue);
+				ps.setString(3, queue);
+				ps.setInt(4, max + QueueSql.CLAIM_WINDOW);
+				ps.setInt(5, this.namespace);
+				ps.setInt(6, max);
+				try (ResultSet rs = ps.executeQuery()) {
+					while (rs.next()) {
+						locked.add(rs.getLong(1));
+					}
+				}
+			}
+			if (locked.isEmpty()) {
+				return Claim.EMPTY;
+			}
+			this.held.addAll(locked);
+			Map<Long, ClaimedMessage> rechecked = recheck(queue, locked);
+			List<Long> gone = new ArrayList<>();
+			List<ClaimedMessage> deliverable = new ArrayList<>(rechecked.size());
+			List<ClaimedMessage> exhausted = new ArrayList<>();
+			for (Long id : locked) {
+				ClaimedMessage message = rechecked.get(id);
+				if (message == null) {
+					gone.add(id);
+				}
+				else if (message.exhausted()) {
+					exhausted.add(message);
+				}
+				else {
+					deliverable.add(message);
+				}
+			}
+			if (!gone.isEmpty()) {
+				release(gone);
+			}
+			if (!exhausted.isEmpty()) {
+				List<DeadLetter> letters = new ArrayList<>(exhausted.size());
+				for (ClaimedMessage message : exhausted) {
+					letters.add(DeadLetter.of(message, "Dead-lettered after " + message.maxAttempts()
+							+ " attempts, the last ones ended without an ack (consumer died or its session ended)"
+							+ ((message.lastError() != null) ? "; last error: " + message.lastError() : "")));
+				}
+				deadLetter(letters);
+			}
+			return new Claim(deliverable, exhausted.size());
+		}
+		catch (SQLException ex) {
+			throw failure("claim from queue '" + queue + "'", ex);
+		}
+	}
+
+	private Map<Long, ClaimedMessage> recheck(String queue, List<Long> ids) throws SQLException {
+		Map<Long, ClaimedMessage> rows = new HashMap<>();
+		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.recheck())) {
+			ps.setArray(1, longArray(ids));
+			ps.setString(2, queue);
+			try (ResultSet rs = ps.executeQuery()) {
+				while (rs.next()) {
+					long id = rs.getLong(1);
+					String dlq = rs.getString(8);
+					rows.put(id, new ClaimedMessage(id, queue, rs.getString(2), rs.getString(3), rs.getInt(4),
+							rs.getInt(5), rs.getTimestamp(6).toInstant(), rs.getInt(7),
+							(dlq != null) ? dlq : QueueNames.defaultDeadLetterQueue(queue), rs.getLong(9),
+							rs.getDouble(10), rs.getLong(11), rs.getString(12)));
+				}
+			}
+		}
+		return rows;
+	}
+
+	/** Deletes the messages and releases them, in one statement. */
+	public void ack(Collection<Long> ids) {
+		if (ids.isEmpty()) {
+			return;
+		}
+		checkHeld(ids);
+		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.ack())) {
+			ps.setArray(1, longArray(ids));
+			ps.setInt(2, this.backendPid);
+			ps.setInt(3, this.namespace);
+			completed(ids, ps, "ack");
+		}
+		catch (SQLException ex) {
+			throw failure("ack " + ids, ex);
+		}
+	}
+
+	/** Makes the messages visible again after their delay, records the error, and releases them. */
+	public void retry(List<Retry> retries) {
+		if (retries.isEmpty()) {
+			return;
+		}
+		List<Long> ids = new ArrayList<>(retries.size());
+		Long[] delays = new Long[retries.size()];
+		String[] errors = new String[retries.size()];
+		for (int i = 0; i < retries.size(); i++) {
+			Retry retry = retries.get(i);
+			ids.add(retry.id());
+			delays[i] = Math.max(0, retry.delay().toMillis());
+			errors[i] = retry.error();
+		}
+		checkHeld(ids);
+		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.retry())) {
+			ps.setArray(1, longArray(ids));
+			ps.setArray(2, this.connection.createArrayOf("bigint", delays));
+			ps.setArray(3, this.connection.createArrayOf("text", errors));
+			ps.setInt(4, this.backendPid);
+			ps.setInt(5, this.namespace);
+			completed(ids, ps, "retry");
+		}
+		catch (SQLException ex) {
+			throw failure("retry " + ids, ex);
+		}
+	}
+
+	/** Moves the messages to their dead-letter queues with the error, and releases them. */
+	public void deadLetter(List<DeadLetter> letters) {
+		if (letters.isEmpty()) {
+			return;
+		}
+		List<Long> ids = new ArrayList<>(letters.size());
+		String[] queues = new String[letters.size()];
+		String[] errors = new String[letters.size()];
+		for (int i = 0; i < letters.size(); i++) {
+			ids.add(letters.get(i).id());
+			queues[i] = letters.get(i).deadLetterQueue();
+			errors[i] = letters.get(i).error();
+		}
+		checkHeld(ids);
+		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.deadLetter())) {
+			ps.setArray(1, longArray(ids));
+			ps.setArray(2, this.connection.createArrayOf("text", queues));
+			ps.setArray(3, this.connection.createArrayOf("text", errors));
+			ps.setInt(4, this.backendPid);
+			ps.setInt(5, this.namespace);
+			ps.setString(6, this.sql.channel());
+			completed(ids, ps, "dead-letter");
+		}
+		catch (SQLException ex) {
+			throw failure("dead-letter " + ids, ex);
+		}
+	}
+
+	/** Releases the messages unchanged: they are visible to every consumer at once. */
+	public void release(Collection<Long> ids) {
+		if (ids.isEmpty()) {
+			return;
+		}
+		checkNotLost();
+		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.unlock())) {
+			ps.setInt(1, this.namespace);
+			ps.setArray(2, longArray(ids));
+			try (ResultSet rs = ps.executeQuery()) {
+				while (rs.next()) {
+					this.held.remove(rs.getLong(1));
+				}
+			}
+		}
+		catch (SQLException ex) {
+			throw failure("release " + ids, ex);
+		}
+	}
+
+	/**
+	 * Reads which rows a completing statement changed and unlocked. Rows that vanished under our
+	 * lock (deleted by hand, say) are unlocked at once; nothing returned at all while the
+	 * connection is fine means the pid guard failed: a different session answered.
+	 */
+	private void completed(Collection<Long> ids, PreparedStatement ps, String action) throws SQLException {
+		Set<Long> done = new LinkedHashSet<>();
+		try (ResultSet rs = ps.executeQuery()) {
+			while (rs.next()) {
+				done.add(rs.getLong(1));
+			}
+		}
+		this.held.removeAll(done);
+		if (done.size() == ids.size()) {
+			return;
+		}
+		if (done.isEmpty() && currentBackendPid() != this.backendPid) {
+			markLost();
+			throw new LeaseLostException("Cannot " + action + " " + ids + ": the session (backend pid "
+					+ this.backendPid + ") that claimed them has ended; they will be delivered again");
+		}
+		List<Long> vanished = new ArrayList<>(ids);
+		vanished.removeAll(done);
+		logger.warn("Messages {} were deleted by someone else while this consumer held them; releasing their locks",
+				vanished);
+		release(vanished);
+	}
+
+	private int currentBackendPid() throws SQLException {
+		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.backendPid());
+				ResultSet rs = ps.executeQuery()) {
+			rs.next();
+			return rs.getInt(1);
+		}
+	}
+
+	private void checkHeld(Collection<Long> ids) {
+		checkNotLost();
+		for (Long id : ids) {
+			if (!this.held.contains(id)) {
+				throw new IllegalStateException("Message " + id + " is not held by session " + this.backendPid
+						+ " (already completed, or never claimed here)");
+			}
+		}
+	}
+
+	private void checkNotLost() {
+		if (this.lost) {
+			throw new LeaseLostException("The session (backend pid " + this.backendPid
+					+ ") has ended; its messages will be delivered again");
+		}
+	}
+
+	private RuntimeException failure(String action, SQLException ex) {
+		if (isConnectionError(ex)) {
+			Set<Long> dropped = new LinkedHashSet<>(this.held);
+			markLost();
+			return new LeaseLostException("Cannot " + action + ": the session (backend pid " + this.backendPid
+					+ ") has ended (" + ex.getMessage() + ")"
+					+ (dropped.isEmpty() ? "" : "; messages " + dropped + " will be delivered again"), ex);
+		}
+		return new QueueException("Could not " + action + ": " + ex.getMessage(), ex);
+	}
+
+	private void markLost() {
+		this.lost = true;
+		this.held.clear();
+	}
+
+	private boolean isConnectionError(SQLException ex) {
+		String state = ex.getSQLState();
+		if (state != null && (state.startsWith("08") || state.startsWith("57P"))) {
+			return true;
+		}
+		try {
+			return this.connection.isClosed() || !this.connection.isValid(2);
+		}
+		catch (SQLException notValid) {
+			return true;
+		}
+	}
+
+	private Array longArray(Collection<Long> ids) throws SQLException {
+		return this.connection.createArrayOf("bigint", ids.toArray(new Long[0]));
+	}
+
+	/** Releases what is still held (unless the session is lost) and returns the connection. */
+	@Override
+	public void close() {
+		try {
+			if (!this.lost && !this.held.isEmpty()) {
+				release(new ArrayList<>(this.held));
+			}
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Could not release messages of session {} before closing it; closing the connection ends "
+					+ "the session and releases them", this.backendPid, ex);
+		}
+		finally {
+			try {
+				if (this.lost || !this.held.isEmpty()) {
+					// A pool must not hand out a session that may still hold locks: end it.
+					this.connection.abort(Runnable::run);
+				}
+				this.connection.close();
+			}
+			catch (SQLException ex) {
+				logger.debug("Closing the connection of session {} failed: it is already gone", this.backendPid, ex);
+			}
+		}
+	}
+
+	private static void closeQuietly(Connection connection, SQLException cause) {
+		if (connection != null) {
+			try {
+				connection.close();
+			}
+			catch (SQLException ex) {
+				cause.addSuppressed(ex);
+			}
+		}
+	}
+
+	/** The outcome of a claim: the messages to deliver and how many were dead-lettered instead. */
+	public record Claim(List<ClaimedMessage> messages, int deadLettered) {
+
+		static final Claim EMPTY = new Claim(List.of(), 0);
+
+	}
+
+	/** A failed message to make visible again after {@code delay}. */
+	public record Retry(long id, Duration delay, String error) {
+	}
+
+	/** A message to move to {@code deadLetterQueue}. */
+	public record DeadLetter(long id, String deadLetterQueue, String error) {
+
+		public static DeadLetter of(ClaimedMessage message, String error) {
+			return new DeadLetter(message.id(), message.deadLetterQueue(), error);
+		}
+
+	}
+
+}

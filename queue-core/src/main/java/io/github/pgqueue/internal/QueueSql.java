@@ -1,0 +1,293 @@
+package io.github.pgqueue.internal;
+
+/**
+ * Every statement pgqueue runs, for one schema. Parameters are positional; the comment above
+ * each statement lists them. The lock key of a message is {@code (namespace, id::bit(32)::int4)}:
+ * the two-int4 form, whose key space is separate from the single-bigint advisory locks other
+ * applications usually take, with the id folded to its low 32 bits (Java: {@code (int) id}).
+ */
+public final class QueueSql {
+
+	/** How many candidates of one priority a claim looks at before it gives up on that priority. */
+	static final int CLAIM_WINDOW = 1000;
+
+	private final String namespace;
+
+	private final String send;
+
+	private final String sendBatch;
+
+	private final String claim;
+
+	private final String recheck;
+
+	private final String ack;
+
+	private final String retry;
+
+	private final String deadLetter;
+
+	private final String unlock;
+
+	private final String cancel;
+
+	private final String exists;
+
+	private final String stats;
+
+	private final String upsertQueue;
+
+	private final String redrive;
+
+	private final String backendPid;
+
+	private final String deadLetterQueue;
+
+	private final String schema;
+
+	public QueueSql(String schema) {
+		this.schema = QueueNames.requireSchema(schema);
+		String s = "\"" + this.schema + "\"";
+
+		// The default namespace: the message table's oid, as in the advisory-lock queue articles,
+		// so that two pgqueue schemas in one database never share lock keys.
+		this.namespace = "SELECT '%s.message'::regclass::oid::int4".formatted(s);
+
+		// 1 queue, 2 payload, 3 headers, 4 priority, 5 not-before (or null), 6 delay ms,
+		// 7 max attempts (or null). The delay is added on the server so clocks do not matter.
+		this.send = """
+				INSERT INTO %s.message (queue, payload, headers, priority, visible_at, max_attempts)
+				VALUES (?, ?::jsonb, ?::jsonb, ?, COALESCE(?, now() + ? * interval '1 millisecond'), ?)
+				RETURNING id""".formatted(s);
+
+		// 1 queue, 2 payloads text[], 3 headers, 4 priority, 5 not-before, 6 delay ms, 7 max attempts.
+		// One statement per batch; ids come from one sequence, so sorted ids follow input order.
+		this.sendBatch = """
+				INSERT INTO %s.message (queue, payload, headers, priority, visible_at, max_attempts)
+				SELECT ?, p.payload::jsonb, ?::jsonb, ?, COALESCE(?, now() + ? * interval '1 millisecond'), ?
+				  FROM unnest(?::text[]) WITH ORDINALITY AS p(payload, n)
+				 ORDER BY p.n
+				RETURNING id""".formatted(s);
+
+		// 1 queue, 2 queue, 3 queue, 4 window, 5 namespace, 6 batch size.
+		// Walks the claim index priority by priority (a loose index scan, so priorities that only
+		// hold delayed messages cost one probe), tests queue and visibility before the lock, and
+		// tries the lock one candidate at a time outside the ordered subquery: the outer LIMIT
+		// stops the walk, so only the rows returned are locked. ORDER BY next to the lock would
+		// sort first and lock every row the sort visits.
+		this.claim = """
+				WITH RECURSIVE priorities AS (
+				    (SELECT priority FROM %1$s.message WHERE queue = ? ORDER BY priority LIMIT 1)
+				    UNION ALL
+				    SELECT (SELECT m.priority FROM %1$s.message m
+				             WHERE m.queue = ? AND m.priority > p.priority
+				             ORDER BY m.priority LIMIT 1)
+				      FROM priorities p
+				     WHERE p.priority IS NOT NULL
+				)
+				SELECT c.id
+				  FROM priorities p
+				 CROSS JOIN LATERAL (
+				        SELECT m.id FROM %1$s.message m
+				         WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
+				         ORDER BY m.visible_at, m.id
+				         LIMIT ?) c
+				 WHERE pg_try_advisory_lock(?, c.id::bit(32)::int4)
+				 LIMIT ?""".formatted(s);
+
+		// 1 ids, 2 queue. The re-check, in a new statement and so a new snapshot: the claim's
+		// snapshot can still show a row that another consumer acked and unlocked a moment ago.
+		// Rows acked, dead-lettered or moved back in time since are not returned and must be
+		// unlocked by the caller. It also counts the attempt, so a message that kills its
+		// consumer is dead-lettered after max attempts. The policy columns come from the
+		// queue's definition, or the defaults.
+		this.recheck = """
+				WITH claimed AS (
+				    UPDATE %1$s.message SET attempts = attempts + 1
+				     WHERE id = ANY(?) AND queue = ? AND visible_at <= now()
+				    RETURNING id, queue, payload, headers, priority, attempts, max_attempts, created_at, last_error)
+				SELECT c.id, c.payload::text, c.headers::text, c.priority, c.attempts, c.created_at,
+				       COALESCE(c.max_attempts, q.max_attempts, 5),
+				       q.dead_letter_queue,
+				       COALESCE(q.backoff_initial_ms, 1000),
+				       COALESCE(q.backoff_multiplier, 2.0),
+				       COALESCE(q.backoff_max_ms, 600000),
+				       c.last_error
+				  FROM claimed c LEFT JOIN %1$s.queue q ON q.name = c.queue""".formatted(s);
+
+		// 1 ids, 2 backend pid of the claiming session, 3 namespace. The pid guard fences a lease
+		// whose session died: on any other session the statement deletes nothing. The unlock runs
+		// per deleted row, before commit; a session that locks the row in that gap blocks in its
+		// re-check on our row lock and then finds the row gone.
+		this.ack = """
+				DELETE FROM %s.message
+				 WHERE id = ANY(?) AND pg_backend_pid() = ?
+				RETURNING id, pg_advisory_unlock(?, id::bit(32)::int4)""".formatted(s);
+
+		// 1 ids, 2 delays ms, 3 errors (text[], null entries keep last_error), 4 pid, 5 namespace.
+		this.retry = """
+				UPDATE %s.message m
+				   SET visible_at = now() + r.delay_ms * interval '1 millisecond',
+				       last_error = COALESCE(r.error, m.last_error)
+				  FROM unnest(?::bigint[], ?::bigint[], ?::text[]) AS r(id, delay_ms, error)
+				 WHERE m.id = r.id AND pg_backend_pid() = ?
+				RETURNING m.id, pg_advisory_unlock(?, m.id::bit(32)::int4)""".formatted(s);
+
+		// 1 ids, 2 dead-letter queues, 3 errors, 4 pid, 5 namespace, 6 channel. Moves messages to
+		// their dead-letter queue with a fresh attempt count, keeps where they came from in the
+		// headers, and wakes the dead-letter queue's listeners.
+		this.deadLetter = """
+				WITH moved AS (
+				    UPDATE %s.message m
+				       SET queue = d.dlq, attempts = 0, visible_at = now(), last_error = d.error,
+				           headers = m.headers || jsonb_build_object(
+				               'pgqueue-dead-lettered-from', m.queue,
+				               'pgqueue-dead-lettered-attempts', m.attempts::text)
+				      FROM unnest(?::bigint[], ?::text[], ?::text[]) AS d(id, dlq, error)
+				     WHERE m.id = d.id AND pg_backend_pid() = ?
+				    RETURNING m.id, m.queue, pg_advisory_unlock(?, m.id::bit(32)::int4) AS unlocked)
+				SELECT id, unlocked, pg_notify(?, queue) FROM moved""".formatted(s);
+
+		// 1 namespace, 2 ids. Releases locks without touching the rows.
+		this.unlock = """
+				SELECT t.id, pg_advisory_unlock(?, t.id::bit(32)::int4)
+				  FROM unnest(?::bigint[]) AS t(id)""";
+
+		// 1 queue, 2 id, 3 namespace, 4 namespace. Seed 000's cancel: deletes the message only if
+		// no consumer holds it; the lock is taken and released within the statement.
+		this.cancel = """
+				DELETE FROM %s.message
+				 WHERE queue = ? AND id = ? AND pg_try_advisory_lock(?, id::bit(32)::int4)
+				RETURNING pg_advisory_unlock(?, id::bit(32)::int4)""".formatted(s);
+
+		// 1 queue, 2 id.
+		this.exists = "SELECT EXISTS (SELECT 1 FROM %s.message WHERE queue = ? AND id = ?)".formatted(s);
+
+		// 1 namespace, 2 queue, 3 dead-letter queue, 4 queue. In flight = held by an advisory
+		// lock of our namespace right now.
+		this.stats = """
+				SELECT count(*) FILTER (WHERE m.visible_at <= now() AND NOT m.held),
+				       count(*) FILTER (WHERE m.visible_at > now() AND NOT m.held),
+				       count(*) FILTER (WHERE m.held),
+				       (SELECT count(*) FROM %1$s.message d WHERE d.queue = ?),
+				       extract(epoch FROM now() - min(m.created_at) FILTER (WHERE m.visible_at <= now() AND NOT m.held))
+				  FROM (SELECT x.visible_at, x.created_at,
+				               EXISTS (SELECT 1 FROM pg_locks l
+				                        WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted
+				                          AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+				                          AND l.classid = ?::int4::oid
+				                          AND l.objid = (x.id::bit(32)::int4)::oid) AS held
+				          FROM %1$s.message x WHERE x.queue = ?) m""".formatted(s);
+
+		// 1 name, 2 max attempts, 3 backoff initial ms, 4 multiplier, 5 backoff max ms, 6 dlq.
+		this.upsertQueue = """
+				INSERT INTO %s.queue AS q (name, max_attempts, backoff_initial_ms, backoff_multiplier,
+				                           backoff_max_ms, dead_letter_queue)
+				VALUES (?, ?, ?, ?, ?, ?)
+				ON CONFLICT (name) DO UPDATE
+				   SET max_attempts = excluded.max_attempts,
+				       backoff_initial_ms = excluded.backoff_initial_ms,
+				       backoff_multiplier = excluded.backoff_multiplier,
+				       backoff_max_ms = excluded.backoff_max_ms,
+				       dead_letter_queue = excluded.dead_letter_queue,
+				       updated_at = now()""".formatted(s);
+
+		// 1 target queue, 2 namespace, 3 dead-letter queue, 4 limit, 5 channel, 6 target queue.
+		// Moves dead letters back, skipping any a consumer of the dead-letter queue holds.
+		this.redrive = """
+				WITH moved AS (
+				    UPDATE %1$s.message m
+				       SET queue = ?, attempts = 0, visible_at = now()
+				     WHERE m.id IN (SELECT d.id FROM %1$s.message d
+				                     WHERE d.queue = ? AND NOT EXISTS (
+				                           SELECT 1 FROM pg_locks l
+				                            WHERE l.locktype = 'advisory' AND l.objsubid = 2
+				                              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+				                              AND l.classid = ?::int4::oid
+				                              AND l.objid = (d.id::bit(32)::int4)::oid)
+				                     ORDER BY d.id LIMIT ?
+				                     FOR UPDATE SKIP LOCKED)
+				    RETURNING m.id)
+				SELECT count(*) FROM moved CROSS JOIN pg_notify(?, ?) AS woken""".formatted(s);
+
+		this.backendPid = "SELECT pg_backend_pid()";
+
+		// 1 queue.
+		this.deadLetterQueue = "SELECT dead_letter_queue FROM %s.queue WHERE name = ?".formatted(s);
+	}
+
+	public String namespace() {
+		return this.namespace;
+	}
+
+	public String send() {
+		return this.send;
+	}
+
+	public String sendBatch() {
+		return this.sendBatch;
+	}
+
+	public String claim() {
+		return this.claim;
+	}
+
+	public String recheck() {
+		return this.recheck;
+	}
+
+	public String ack() {
+		return this.ack;
+	}
+
+	public String retry() {
+		return this.retry;
+	}
+
+	public String deadLetter() {
+		return this.deadLetter;
+	}
+
+	public String unlock() {
+		return this.unlock;
+	}
+
+	public String cancel() {
+		return this.cancel;
+	}
+
+	public String exists() {
+		return this.exists;
+	}
+
+	public String stats() {
+		return this.stats;
+	}
+
+	public String upsertQueue() {
+		return this.upsertQueue;
+	}
+
+	public String redrive() {
+		return this.redrive;
+	}
+
+	public String backendPid() {
+		return this.backendPid;
+	}
+
+	public String deadLetterQueue() {
+		return this.deadLetterQueue;
+	}
+
+	/** The validated schema name. */
+	public String schema() {
+		return this.schema;
+	}
+
+	/** The NOTIFY channel: named like the schema, so that two pgqueue schemas do not wake each other. */
+	public String channel() {
+		return this.schema;
+	}
+
+}

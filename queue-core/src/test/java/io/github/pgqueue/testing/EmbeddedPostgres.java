@@ -1,0 +1,137 @@
+package io.github.pgqueue.testing;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+
+import javax.sql.DataSource;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import org.flywaydb.core.Flyway;
+
+/**
+ * One real PostgreSQL per JVM (zonky's embedded binaries), with pgqueue's migrations applied.
+ * It can be stopped and started again on the same data directory and port, to test recovery.
+ */
+public final class EmbeddedPostgres {
+
+	private static EmbeddedPostgres instance;
+
+	private final Path dataDirectory;
+
+	private io.zonky.test.db.postgres.embedded.EmbeddedPostgres server;
+
+	private int port;
+
+	private HikariDataSource dataSource;
+
+	private EmbeddedPostgres() throws IOException {
+		this.dataDirectory = Files.createTempDirectory("pgqueue-test-pg");
+		this.server = start(0, true);
+		this.port = this.server.getPort();
+		this.dataSource = pool("pgqueue-test", 48);
+		Flyway.configure()
+			.dataSource(this.dataSource)
+			.locations("classpath:db/pgqueue")
+			.schemas("pgqueue")
+			.table("pgqueue_schema_history")
+			.load()
+			.migrate();
+		Runtime.getRuntime().addShutdownHook(new Thread(this::shutdown, "embedded-postgres-shutdown"));
+	}
+
+	/** The shared instance, started on first use. */
+	public static synchronized EmbeddedPostgres get() {
+		if (instance == null) {
+			try {
+				instance = new EmbeddedPostgres();
+			}
+			catch (IOException ex) {
+				throw new UncheckedIOException("Could not start embedded PostgreSQL", ex);
+			}
+		}
+		return instance;
+	}
+
+	private io.zonky.test.db.postgres.embedded.EmbeddedPostgres start(int port, boolean clean) throws IOException {
+		var builder = io.zonky.test.db.postgres.embedded.EmbeddedPostgres.builder()
+			.setDataDirectory(this.dataDirectory)
+			.setCleanDataDirectory(clean)
+			.setServerConfig("max_connections", "300")
+			.setServerConfig("fsync", "off")
+			.setServerConfig("synchronous_commit", "off")
+			.setServerConfig("full_page_writes", "off");
+		if (port != 0) {
+			builder.setPort(port);
+		}
+		return builder.start();
+	}
+
+	/** A pooled data source on the shared database, for tests. */
+	public DataSource dataSource() {
+		return this.dataSource;
+	}
+
+	/** The JDBC URL of the database, for applications under test. */
+	public String jdbcUrl() {
+		return "jdbc:postgresql://localhost:" + this.port + "/postgres";
+	}
+
+	public String username() {
+		return "postgres";
+	}
+
+	/** A new pool of at most {@code size} connections, which the caller closes. */
+	public HikariDataSource pool(String name, int size) {
+		HikariConfig config = new HikariConfig();
+		config.setPoolName(name);
+		config.setJdbcUrl(jdbcUrl());
+		config.setUsername(username());
+		config.setMaximumPoolSize(size);
+		config.setMinimumIdle(0);
+		return new HikariDataSource(config);
+	}
+
+	/** Deletes every message and queue definition; ids start again at 1. */
+	public void reset() {
+		execute("TRUNCATE pgqueue.message, pgqueue.queue RESTART IDENTITY");
+	}
+
+	/** Runs {@code sql} on a fresh connection. */
+	public void execute(String sql) {
+		try (Connection connection = this.dataSource.getConnection(); Statement statement = connection.createStatement()) {
+			statement.execute(sql);
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException("Test SQL failed: " + sql, ex);
+		}
+	}
+
+	/** Stops the server the way a crash would (immediate mode) and starts it again on the same data. */
+	public synchronized void restart() {
+		try {
+			this.server.close();
+			this.server = start(this.port, false);
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException("Could not restart embedded PostgreSQL", ex);
+		}
+		this.dataSource.getHikariPoolMXBean().softEvictConnections();
+	}
+
+	private synchronized void shutdown() {
+		try {
+			this.dataSource.close();
+			this.server.close();
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException(ex);
+		}
+	}
+
+}

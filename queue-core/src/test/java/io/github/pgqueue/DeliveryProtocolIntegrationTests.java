@@ -1,0 +1,287 @@
+package io.github.pgqueue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.IntStream;
+
+import javax.sql.DataSource;
+
+import io.github.pgqueue.internal.ClaimedMessage;
+import io.github.pgqueue.internal.ConsumerSession;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.PostgresExtension;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The session-mode protocol under concurrency, on a real PostgreSQL: every delivery is counted by
+ * id, and every test ends by checking that no advisory lock is left.
+ */
+@ExtendWith(PostgresExtension.class)
+class DeliveryProtocolIntegrationTests {
+
+	private static final Logger logger = LoggerFactory.getLogger(DeliveryProtocolIntegrationTests.class);
+
+	private final DataSource dataSource = EmbeddedPostgres.get().dataSource();
+
+	private final JdbcTemplate jdbc = new JdbcTemplate(this.dataSource);
+
+	private final QueueTemplate template = QueueTemplate.builder(this.dataSource).build();
+
+	@Test
+	void eightConsumersDrainTwentyThousandMessagesDeliveringEachExactlyOnce() throws Exception {
+		List<Long> sent = sendMany("drain", 20_000);
+		long started = System.nanoTime();
+		Map<Long, AtomicInteger> deliveries = drain("drain", 8, 10, sent.size());
+		double seconds = (System.nanoTime() - started) / 1e9;
+		logger.info("8 consumers, batch 10: drained {} messages in {} s ({} msgs/s)", sent.size(),
+				String.format("%.2f", seconds), String.format("%.0f", sent.size() / seconds));
+		assertEachDeliveredOnce(deliveries, sent);
+	}
+
+	@Test
+	void manyConsumersWithTinyBatchesAndInstantAcksNeverShareAMessage() throws Exception {
+		// The snapshot race: a claim's snapshot still shows rows another consumer has just acked
+		// and unlocked, so the lock succeeds on a deleted row. Only the re-check stops it.
+		List<Long> sent = sendMany("race", 6_000);
+		Map<Long, AtomicInteger> deliveries = drain("race", 16, 1, sent.size());
+		assertEachDeliveredOnce(deliveries, sent);
+	}
+
+	@Test
+	void claimingOneOfTenThousandLocksExactlyOne() {
+		sendMany("big", 10_000);
+		try (ConsumerSession session = this.template.openSession()) {
+			List<ClaimedMessage> claimed = session.claim("big", 1).messages();
+			assertThat(claimed).hasSize(1);
+			assertThat(this.jdbc.queryForObject(
+					"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = ?", Long.class,
+					session.backendPid())).isEqualTo(1);
+			session.ack(List.of(claimed.get(0).id()));
+		}
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	@Test
+	void claimInPriorityOrderLocksOnlyTheRowsItReturns() {
+		for (int priority = 5; priority >= 0; priority--) {
+			this.template.sendBatch("prio", List.of("a", "b", "c"), SendOptions.builder().priority(priority).build());
+		}
+		try (ConsumerSession session = this.template.openSession()) {
+			List<ClaimedMessage> claimed = session.claim("prio", 4).messages();
+			assertThat(claimed).extracting(ClaimedMessage::priority).containsExactly(0, 0, 0, 1);
+			assertThat(this.jdbc.queryForObject(
+					"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = ?", Long.class,
+					session.backendPid())).isEqualTo(4);
+		}
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	@Test
+	void messagesOfATerminatedSessionGoToAnotherConsumerAndTheOldLeaseCannotAck() {
+		long id = this.template.send("orders", "o-1");
+		Lease<String> lease = this.template.receive("orders", String.class).orElseThrow();
+		assertThat(this.template.receive("orders", String.class)).as("held").isEmpty();
+
+		terminateSessionsHoldingLocks();
+
+		try (Lease<String> again = this.template.receive("orders", String.class).orElseThrow()) {
+			assertThat(again.message().id()).isEqualTo(id);
+			assertThat(again.message().attempt()).isEqualTo(2);
+			assertThatThrownBy(lease::ack).isInstanceOf(LeaseLostException.class)
+				.hasMessageContaining("has ended")
+				.hasMessageContaining("will be delivered again");
+			again.ack();
+		}
+		assertThat(count("SELECT count(*) FROM pgqueue.message")).isZero();
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	@Test
+	void aBatchOfATerminatedSessionIsRedeliveredWholeAndTheSessionRefusesToAck() {
+		List<Long> sent = sendMany("batch", 5);
+		ConsumerSession dying = this.template.openSession();
+		List<ClaimedMessage> first = dying.claim("batch", 5).messages();
+		assertThat(first).hasSize(5);
+		terminateSessionsHoldingLocks();
+		try (ConsumerSession other = this.template.openSession()) {
+			List<ClaimedMessage> second = other.claim("batch", 10).messages();
+			assertThat(second).extracting(ClaimedMessage::id).containsExactlyElementsOf(sent);
+			assertThat(second).extracting(ClaimedMessage::attempt).containsOnly(2);
+			assertThatThrownBy(() -> dying.ack(sent)).isInstanceOf(LeaseLostException.class);
+			assertThat(dying.isLost()).isTrue();
+			assertThatThrownBy(() -> dying.claim("batch", 1)).isInstanceOf(LeaseLostException.class);
+			other.ack(sent);
+		}
+		dying.close();
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	@Test
+	void aMessageWhoseConsumerDiesEveryTimeIsDeadLetteredAfterMaxAttempts() {
+		this.template.declare(QueueDefinition.of("poison").withMaxAttempts(3));
+		long poison = this.template.send("poison", "kills its consumer");
+		for (int attempt = 1; attempt <= 3; attempt++) {
+			ConsumerSession session = this.template.openSession();
+			List<ClaimedMessage> claimed = session.claim("poison", 1).messages();
+			assertThat(claimed).extracting(ClaimedMessage::attempt).containsExactly(attempt);
+			terminateSessionsHoldingLocks();
+			session.close();
+		}
+		long healthy = this.template.send("poison", "fine");
+		try (ConsumerSession session = this.template.openSession()) {
+			ConsumerSession.Claim claim = session.claim("poison", 10);
+			assertThat(claim.deadLettered()).isEqualTo(1);
+			assertThat(claim.messages()).extracting(ClaimedMessage::id).containsExactly(healthy);
+			session.ack(List.of(healthy));
+		}
+		assertThat(this.jdbc.queryForObject("SELECT queue FROM pgqueue.message WHERE id = ?", String.class, poison))
+			.isEqualTo("poison.dlq");
+		assertThat(this.jdbc.queryForObject("SELECT last_error FROM pgqueue.message WHERE id = ?", String.class,
+				poison)).contains("after 3 attempts").contains("without an ack");
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	@Test
+	void idsPastTwoToTheThirtyTwoFoldIntoLockKeysWithoutDoubleDelivery() throws Exception {
+		// 7 and 7 + 2^32 share a lock key; 2^31 - 1 .. 2^31 + 1 cross the int4 sign boundary.
+		this.jdbc.update("INSERT INTO pgqueue.message (id, queue, payload) VALUES (7, 'fold', '1'), (4294967303, 'fold', '2')");
+		this.jdbc.execute("ALTER TABLE pgqueue.message ALTER COLUMN id RESTART WITH 2147483600");
+		List<Long> sent = new ArrayList<>(List.of(7L, 4294967303L));
+		sent.addAll(sendMany("fold", 200));
+		this.jdbc.execute("ALTER TABLE pgqueue.message ALTER COLUMN id RESTART WITH 4294967350");
+		sent.addAll(sendMany("fold", 200));
+		assertThat(sent).anyMatch((id) -> id > 4294967296L);
+
+		try (ConsumerSession a = this.template.openSession(); ConsumerSession b = this.template.openSession()) {
+			List<ClaimedMessage> byA = a.claim("fold", 1).messages();
+			assertThat(byA).extracting(ClaimedMessage::id).containsExactly(7L);
+			List<ClaimedMessage> byB = b.claim("fold", 1).messages();
+			assertThat(byB).extracting(ClaimedMessage::id).as("same lock key as 7, held by A").doesNotContain(4294967303L);
+			a.release(List.of(7L));
+			b.release(byB.stream().map(ClaimedMessage::id).toList());
+		}
+		Map<Long, AtomicInteger> deliveries = drain("fold", 4, 10, sent.size());
+		assertEachDeliveredOnce(deliveries, sent);
+	}
+
+	@Test
+	void aRowDeletedUnderTheLockIsUnlockedByTheAck() {
+		List<Long> sent = sendMany("vanish", 3);
+		try (ConsumerSession session = this.template.openSession()) {
+			assertThat(session.claim("vanish", 3).messages()).hasSize(3);
+			this.jdbc.update("DELETE FROM pgqueue.message WHERE id = ?", sent.get(1));
+			session.ack(sent);
+			assertThat(session.heldCount()).isZero();
+			assertThat(advisoryLocks()).isZero();
+		}
+	}
+
+	@Test
+	void claimingWhileHoldingMessagesIsRefused() {
+		sendMany("reentrant", 2);
+		try (ConsumerSession session = this.template.openSession()) {
+			session.claim("reentrant", 1);
+			assertThatThrownBy(() -> session.claim("reentrant", 1)).isInstanceOf(IllegalStateException.class)
+				.hasMessageContaining("still holds");
+		}
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	private Map<Long, AtomicInteger> drain(String queue, int consumers, int batch, int expected) throws Exception {
+		Map<Long, AtomicInteger> deliveries = new ConcurrentHashMap<>();
+		AtomicLong delivered = new AtomicLong();
+		CountDownLatch start = new CountDownLatch(1);
+		ExecutorService pool = Executors.newFixedThreadPool(consumers);
+		try {
+			List<Future<?>> futures = new ArrayList<>();
+			for (int i = 0; i < consumers; i++) {
+				futures.add(pool.submit(() -> {
+					start.await();
+					long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+					try (ConsumerSession session = this.template.openSession()) {
+						while (delivered.get() < expected && System.nanoTime() < deadline) {
+							List<ClaimedMessage> claimed = session.claim(queue, batch).messages();
+							if (claimed.isEmpty()) {
+								Thread.sleep(2);
+								continue;
+							}
+							List<Long> ids = new ArrayList<>(claimed.size());
+							for (ClaimedMessage message : claimed) {
+								deliveries.computeIfAbsent(message.id(), (id) -> new AtomicInteger()).incrementAndGet();
+								ids.add(message.id());
+							}
+							delivered.addAndGet(claimed.size());
+							session.ack(ids);
+						}
+					}
+					return null;
+				}));
+			}
+			start.countDown();
+			for (Future<?> future : futures) {
+				future.get(180, TimeUnit.SECONDS);
+			}
+		}
+		finally {
+			pool.shutdownNow();
+		}
+		return deliveries;
+	}
+
+	private void assertEachDeliveredOnce(Map<Long, AtomicInteger> deliveries, List<Long> sent) {
+		List<Long> duplicated = deliveries.entrySet().stream().filter((e) -> e.getValue().get() > 1)
+			.map(Map.Entry::getKey).toList();
+		List<Long> lost = sent.stream().filter((id) -> !deliveries.containsKey(id)).toList();
+		assertThat(duplicated).as("delivered more than once").isEmpty();
+		assertThat(lost).as("never delivered").isEmpty();
+		assertThat(deliveries.keySet()).containsExactlyInAnyOrderElementsOf(sent);
+		assertThat(count("SELECT count(*) FROM pgqueue.message")).as("left in the table").isZero();
+		assertThat(advisoryLocks()).as("advisory locks left").isZero();
+	}
+
+	private List<Long> sendMany(String queue, int n) {
+		List<Long> ids = new ArrayList<>(n);
+		for (int from = 0; from < n; from += 1000) {
+			List<Integer> payloads = IntStream.range(from, Math.min(n, from + 1000)).boxed().toList();
+			ids.addAll(this.template.sendBatch(queue, payloads));
+		}
+		return ids;
+	}
+
+	/** Terminates every backend holding an advisory lock and waits until they are gone. */
+	private void terminateSessionsHoldingLocks() {
+		List<Integer> pids = this.jdbc.queryForList(
+				"SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory'", Integer.class);
+		assertThat(pids).as("sessions holding locks").isNotEmpty();
+		pids.forEach((pid) -> this.jdbc.queryForObject("SELECT pg_terminate_backend(?)", Boolean.class, pid));
+		org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
+			.until(() -> count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'") == 0);
+	}
+
+	private long advisoryLocks() {
+		return count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'");
+	}
+
+	private long count(String sql) {
+		return this.jdbc.queryForObject(sql, Long.class);
+	}
+
+}

@@ -32,7 +32,7 @@ public final class EmbeddedPostgres {
 
 	private EmbeddedPostgres() throws IOException {
 		this.dataDirectory = Files.createTempDirectory("pgqueue-test-pg");
-		this.server = start(0, true);
+		this.server = start(0);
 		this.port = this.server.getPort();
 		this.dataSource = pool("pgqueue-test", 48);
 		Flyway.configure()
@@ -58,10 +58,11 @@ public final class EmbeddedPostgres {
 		return instance;
 	}
 
-	private io.zonky.test.db.postgres.embedded.EmbeddedPostgres start(int port, boolean clean) throws IOException {
+	// Never let zonky clean the data directory: it deletes it on close, and a restart must find it.
+	private io.zonky.test.db.postgres.embedded.EmbeddedPostgres start(int port) throws IOException {
 		var builder = io.zonky.test.db.postgres.embedded.EmbeddedPostgres.builder()
 			.setDataDirectory(this.dataDirectory)
-			.setCleanDataDirectory(clean)
+			.setCleanDataDirectory(false)
 			.setServerConfig("max_connections", "300")
 			.setServerConfig("fsync", "off")
 			.setServerConfig("synchronous_commit", "off")
@@ -86,7 +87,10 @@ public final class EmbeddedPostgres {
 		return "postgres";
 	}
 
-	/** A new pool of at most {@code size} connections, which the caller closes. */
+	/**
+	 * A new pool of at most {@code size} connections, which the caller closes; its sessions show
+	 * {@code name} as {@code application_name}, so a test can terminate them.
+	 */
 	public HikariDataSource pool(String name, int size) {
 		HikariConfig config = new HikariConfig();
 		config.setPoolName(name);
@@ -94,6 +98,7 @@ public final class EmbeddedPostgres {
 		config.setUsername(username());
 		config.setMaximumPoolSize(size);
 		config.setMinimumIdle(0);
+		config.addDataSourceProperty("ApplicationName", name);
 		return new HikariDataSource(config);
 	}
 
@@ -112,11 +117,18 @@ public final class EmbeddedPostgres {
 		}
 	}
 
+	/** Terminates every session of {@code applicationName} and returns how many there were. */
+	public int terminateSessions(String applicationName) {
+		return new org.springframework.jdbc.core.JdbcTemplate(this.dataSource).queryForObject(
+				"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = ?",
+				Integer.class, applicationName);
+	}
+
 	/** Stops the server the way a crash would (immediate mode) and starts it again on the same data. */
 	public synchronized void restart() {
 		try {
 			this.server.close();
-			this.server = start(this.port, false);
+			this.server = start(this.port);
 		}
 		catch (IOException ex) {
 			throw new UncheckedIOException("Could not restart embedded PostgreSQL", ex);

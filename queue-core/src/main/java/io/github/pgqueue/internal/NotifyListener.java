@@ -1,0 +1,111 @@
+package io.github.pgqueue.internal;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.function.Consumer;
+
+import javax.sql.DataSource;
+
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The one LISTEN connection of an application: turns each NOTIFY of the schema's channel (its
+ * payload is a queue name) into a wake-up of that queue's pollers. After a connection error it
+ * reconnects with back-off, LISTENs again and wakes every poller, since notifications sent while
+ * it was away are lost.
+ */
+public final class NotifyListener implements Runnable {
+
+	private static final Logger logger = LoggerFactory.getLogger(NotifyListener.class);
+
+	private static final int RECEIVE_TIMEOUT_MS = 500;
+
+	private final DataSource dataSource;
+
+	private final String channel;
+
+	private final Consumer<String> wakeQueue;
+
+	private final Runnable wakeAll;
+
+	private final RetryBackoff backoff = new RetryBackoff();
+
+	private volatile boolean running = true;
+
+	private volatile boolean listening;
+
+	public NotifyListener(DataSource dataSource, String channel, Consumer<String> wakeQueue, Runnable wakeAll) {
+		this.dataSource = dataSource;
+		this.channel = channel;
+		this.wakeQueue = wakeQueue;
+		this.wakeAll = wakeAll;
+	}
+
+	public void stop() {
+		this.running = false;
+	}
+
+	/** Whether the LISTEN connection is up. */
+	public boolean isListening() {
+		return this.listening;
+	}
+
+	@Override
+	public void run() {
+		boolean inOutage = false;
+		while (this.running) {
+			try (Connection connection = this.dataSource.getConnection()) {
+				connection.setAutoCommit(true);
+				try (Statement statement = connection.createStatement()) {
+					statement.execute("LISTEN \"" + this.channel + "\"");
+				}
+				this.listening = true;
+				this.backoff.reset();
+				if (inOutage) {
+					logger.info("Listening for new messages again on channel '{}'", this.channel);
+					inOutage = false;
+				}
+				this.wakeAll.run();
+				PGConnection pg = connection.unwrap(PGConnection.class);
+				while (this.running) {
+					PGNotification[] notifications = pg.getNotifications(RECEIVE_TIMEOUT_MS);
+					if (notifications != null) {
+						for (PGNotification notification : notifications) {
+							this.wakeQueue.accept(notification.getParameter());
+						}
+					}
+				}
+			}
+			catch (SQLException | RuntimeException ex) {
+				this.listening = false;
+				if (!this.running) {
+					break;
+				}
+				Duration pause = this.backoff.next();
+				if (!inOutage) {
+					logger.warn("Lost the LISTEN connection on channel '{}'; pollers fall back to their poll interval "
+							+ "until it is back (retrying, first pause {} ms)", this.channel, pause.toMillis(), ex);
+					inOutage = true;
+				}
+				sleep(pause);
+			}
+		}
+		this.listening = false;
+	}
+
+	private void sleep(Duration pause) {
+		try {
+			Thread.sleep(pause.toMillis());
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			this.running = false;
+		}
+	}
+
+}

@@ -1,0 +1,342 @@
+package io.github.pgqueue.internal;
+
+import java.lang.reflect.Type;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+import io.github.pgqueue.AckMode;
+import io.github.pgqueue.Acknowledgment;
+import io.github.pgqueue.LeaseLostException;
+import io.github.pgqueue.PayloadConversionException;
+import io.github.pgqueue.PayloadConverter;
+import io.github.pgqueue.QueueMessage;
+import io.github.pgqueue.internal.ListenerMetrics.Outcome;
+import io.github.pgqueue.listener.DefaultQueueErrorHandler;
+import io.github.pgqueue.listener.FailureAction;
+import io.github.pgqueue.listener.QueueListenerEndpoint;
+import io.micrometer.core.instrument.Timer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One poller thread of a listener container: owns a consumer session, claims a batch, hands
+ * each message to the listener, then completes the whole batch in at most four statements
+ * (ack, retry, dead-letter, release). Survives everything: a failure is logged once per outage,
+ * backed off with jitter, and the session reopened.
+ */
+public final class PollLoop implements Runnable {
+
+	private static final Logger logger = LoggerFactory.getLogger(PollLoop.class);
+
+	private final QueueListenerEndpoint endpoint;
+
+	private final Supplier<ConsumerSession> sessions;
+
+	private final PayloadConverter converter;
+
+	private final ListenerMetrics metrics;
+
+	private final Semaphore wakeUp = new Semaphore(0);
+
+	private final RetryBackoff backoff = new RetryBackoff();
+
+	private volatile boolean running = true;
+
+	private volatile boolean connected;
+
+	private ConsumerSession session;
+
+	private int nextQueue;
+
+	public PollLoop(QueueListenerEndpoint endpoint, Supplier<ConsumerSession> sessions, PayloadConverter converter,
+			ListenerMetrics metrics) {
+		this.endpoint = endpoint;
+		this.sessions = sessions;
+		this.converter = converter;
+		this.metrics = metrics;
+	}
+
+	/** Wakes the poller if it waits for work. */
+	public void wakeUp() {
+		if (this.wakeUp.availablePermits() == 0) {
+			this.wakeUp.release();
+		}
+	}
+
+	/** Asks the poller to stop: it claims nothing more and starts no further handler. */
+	public void stop() {
+		this.running = false;
+		wakeUp();
+	}
+
+	/** Whether the poller has a working database session. */
+	public boolean isConnected() {
+		return this.connected;
+	}
+
+	@Override
+	public void run() {
+		boolean inOutage = false;
+		try {
+			while (this.running) {
+				try {
+					if (this.session == null) {
+						this.session = this.sessions.get();
+						this.connected = true;
+					}
+					boolean found = pollOnce();
+					if (inOutage) {
+						logger.info("Listener '{}' is polling again", this.endpoint.id());
+						inOutage = false;
+					}
+					this.backoff.reset();
+					if (!found) {
+						await(this.endpoint.pollInterval());
+					}
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+					break;
+				}
+				catch (Throwable ex) {
+					this.connected = false;
+					closeSession();
+					if (!this.running) {
+						break;
+					}
+					Duration pause = this.backoff.next();
+					if (!inOutage) {
+						logger.warn("Listener '{}' failed to poll {}; retrying with back-off (first pause {} ms)",
+								this.endpoint.id(), this.endpoint.queues(), pause.toMillis(), ex);
+						inOutage = true;
+					}
+					else {
+						logger.debug("Listener '{}' still failing: {}", this.endpoint.id(), ex.toString());
+					}
+					await(pause);
+				}
+			}
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+		finally {
+			this.connected = false;
+			closeSession();
+		}
+	}
+
+	/** Claims once from each queue in turn; whether any message was found. */
+	private boolean pollOnce() {
+		boolean found = false;
+		List<String> queues = this.endpoint.queues();
+		for (int i = 0; i < queues.size() && this.running; i++) {
+			String queue = queues.get((this.nextQueue + i) % queues.size());
+			ConsumerSession.Claim claim = this.session.claim(queue, this.endpoint.batchSize());
+			this.metrics.processed(queue, Outcome.DEAD, claim.deadLettered());
+			if (!claim.messages().isEmpty()) {
+				found = true;
+				dispatch(queue, claim.messages());
+			}
+		}
+		this.nextQueue++;
+		return found;
+	}
+
+	private void dispatch(String queue, List<ClaimedMessage> messages) {
+		Batch batch = new Batch();
+		Timer timer = this.metrics.timer(queue);
+		for (ClaimedMessage message : messages) {
+			if (!this.running || Thread.currentThread().isInterrupted()) {
+				batch.releases.add(message.id());
+				continue;
+			}
+			QueueMessage<Object> converted;
+			try {
+				converted = convert(message, this.endpoint.payloadType());
+			}
+			catch (PayloadConversionException ex) {
+				logger.warn("Listener '{}': message {} of queue '{}' cannot be converted; dead-lettering it: {}",
+						this.endpoint.id(), message.id(), queue, ex.getMessage());
+				batch.deadLetters.add(ConsumerSession.DeadLetter.of(message, ex.getMessage()));
+				continue;
+			}
+			MessageAcknowledgment ack = new MessageAcknowledgment(message);
+			long started = System.nanoTime();
+			try {
+				this.endpoint.listener().onMessage(converted, ack);
+				if (ack.completion == null) {
+					ack.completion = (this.endpoint.ackMode() == AckMode.AUTO) ? Completion.ACK : Completion.RELEASE;
+				}
+			}
+			catch (VirtualMachineError ex) {
+				throw ex;
+			}
+			catch (Throwable ex) {
+				if (ex instanceof InterruptedException) {
+					Thread.currentThread().interrupt();
+				}
+				if (ack.completion == null) {
+					fail(converted, message, ex, ack);
+				}
+			}
+			finally {
+				timer.record(System.nanoTime() - started, TimeUnit.NANOSECONDS);
+			}
+			batch.add(message, ack);
+		}
+		complete(queue, batch);
+	}
+
+	private void fail(QueueMessage<Object> converted, ClaimedMessage message, Throwable error,
+			MessageAcknowledgment ack) {
+		FailureAction action;
+		try {
+			action = this.endpoint.errorHandler().handle(converted, error, message.backoff());
+		}
+		catch (RuntimeException handlerFailure) {
+			logger.error("Error handler of listener '{}' failed on message {}; retrying the message with the queue's "
+					+ "back-off", this.endpoint.id(), message.id(), handlerFailure);
+			action = FailureAction.retry(message.backoff());
+		}
+		if (action.isRetry()) {
+			logger.warn("Listener '{}' failed on message {} of queue '{}' (attempt {} of {}); retrying in {} ms",
+					this.endpoint.id(), message.id(), message.queue(), message.attempt(), message.maxAttempts(),
+					action.retryDelay().toMillis(), error);
+			ack.retry(action.retryDelay(), DefaultQueueErrorHandler.describe(error));
+		}
+		else {
+			logger.warn("Listener '{}' failed on message {} of queue '{}' (attempt {} of {}); dead-lettering it: {}",
+					this.endpoint.id(), message.id(), message.queue(), message.attempt(), message.maxAttempts(),
+					action.deadLetterReason(), error);
+			ack.deadLetter(action.deadLetterReason());
+		}
+	}
+
+	private void complete(String queue, Batch batch) {
+		try {
+			this.session.ack(batch.acks);
+			this.session.retry(batch.retries);
+			this.session.deadLetter(batch.deadLetters);
+			this.session.release(batch.releases);
+			this.metrics.processed(queue, Outcome.SUCCESS, batch.acks.size());
+			this.metrics.processed(queue, Outcome.RETRY, batch.retries.size());
+			this.metrics.processed(queue, Outcome.DEAD, batch.deadLetters.size());
+		}
+		catch (LeaseLostException ex) {
+			logger.warn("Listener '{}' lost its database session before completing {} messages of queue '{}'; "
+					+ "they will be delivered again", this.endpoint.id(), batch.size(), queue);
+			throw ex;
+		}
+	}
+
+	private QueueMessage<Object> convert(ClaimedMessage message, Type type) {
+		Object payload = this.converter.read(message.payloadJson(), type);
+		return new QueueMessage<>(message.id(), message.queue(), payload, Headers.read(message.headersJson()),
+				message.priority(), message.attempt(), message.maxAttempts(), message.createdAt());
+	}
+
+	private void await(Duration timeout) throws InterruptedException {
+		if (this.running && this.wakeUp.tryAcquire(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+			this.wakeUp.drainPermits();
+		}
+	}
+
+	private void closeSession() {
+		if (this.session != null) {
+			try {
+				this.session.close();
+			}
+			finally {
+				this.session = null;
+			}
+		}
+	}
+
+	private enum Completion {
+
+		ACK, RETRY, DEAD_LETTER, RELEASE
+
+	}
+
+	/** The one completion a handler may choose for its message. */
+	private static final class MessageAcknowledgment implements Acknowledgment {
+
+		private final ClaimedMessage message;
+
+		private Completion completion;
+
+		private Duration delay;
+
+		private String error;
+
+		MessageAcknowledgment(ClaimedMessage message) {
+			this.message = message;
+		}
+
+		@Override
+		public void ack() {
+			choose(Completion.ACK);
+		}
+
+		@Override
+		public void nack(Duration delay) {
+			retry(delay, null);
+		}
+
+		@Override
+		public void reject(String reason) {
+			deadLetter("Rejected: " + reason);
+		}
+
+		void retry(Duration delay, String error) {
+			choose(Completion.RETRY);
+			this.delay = delay;
+			this.error = error;
+		}
+
+		void deadLetter(String reason) {
+			choose(Completion.DEAD_LETTER);
+			this.error = reason;
+		}
+
+		private void choose(Completion completion) {
+			if (this.completion != null) {
+				throw new IllegalStateException("Message " + this.message.id() + " was already completed ("
+						+ this.completion.name().toLowerCase(java.util.Locale.ROOT) + ")");
+			}
+			this.completion = completion;
+		}
+
+	}
+
+	private static final class Batch {
+
+		final List<Long> acks = new ArrayList<>();
+
+		final List<ConsumerSession.Retry> retries = new ArrayList<>();
+
+		final List<ConsumerSession.DeadLetter> deadLetters = new ArrayList<>();
+
+		final List<Long> releases = new ArrayList<>();
+
+		void add(ClaimedMessage message, MessageAcknowledgment ack) {
+			switch (ack.completion) {
+				case ACK -> this.acks.add(message.id());
+				case RETRY -> this.retries.add(new ConsumerSession.Retry(message.id(), ack.delay, ack.error));
+				case DEAD_LETTER -> this.deadLetters.add(ConsumerSession.DeadLetter.of(message, ack.error));
+				case RELEASE -> this.releases.add(message.id());
+			}
+		}
+
+		int size() {
+			return this.acks.size() + this.retries.size() + this.deadLetters.size() + this.releases.size();
+		}
+
+	}
+
+}

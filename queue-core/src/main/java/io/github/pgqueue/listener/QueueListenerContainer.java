@@ -1,0 +1,141 @@
+package io.github.pgqueue.listener;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Supplier;
+
+import io.github.pgqueue.PayloadConverter;
+import io.github.pgqueue.internal.ConsumerSession;
+import io.github.pgqueue.internal.ListenerMetrics;
+import io.github.pgqueue.internal.PollLoop;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Runs one listener endpoint: {@code concurrency} poller threads, each owning a database session
+ * and holding what it claimed until it is completed. Created and driven by
+ * {@link QueueListenerEndpointRegistry}; not a bean.
+ */
+public final class QueueListenerContainer {
+
+	private static final Logger logger = LoggerFactory.getLogger(QueueListenerContainer.class);
+
+	private final QueueListenerEndpoint endpoint;
+
+	private final Supplier<ConsumerSession> sessions;
+
+	private final PayloadConverter converter;
+
+	private final ListenerMetrics metrics;
+
+	private final List<PollLoop> loops = new ArrayList<>();
+
+	private final List<Thread> threads = new ArrayList<>();
+
+	private volatile boolean running;
+
+	QueueListenerContainer(QueueListenerEndpoint endpoint, Supplier<ConsumerSession> sessions,
+			PayloadConverter converter, ListenerMetrics metrics) {
+		this.endpoint = endpoint;
+		this.sessions = sessions;
+		this.converter = converter;
+		this.metrics = metrics;
+	}
+
+	/** The endpoint this container runs. */
+	public QueueListenerEndpoint endpoint() {
+		return this.endpoint;
+	}
+
+	/** Whether the pollers run. */
+	public boolean isRunning() {
+		return this.running;
+	}
+
+	/** Whether every poller has a working database session. */
+	public boolean isConnected() {
+		synchronized (this.loops) {
+			return this.running && this.loops.stream().allMatch(PollLoop::isConnected);
+		}
+	}
+
+	/** Starts the pollers; does nothing if they run. */
+	public void start() {
+		synchronized (this.loops) {
+			if (this.running) {
+				return;
+			}
+			this.loops.clear();
+			this.threads.clear();
+			for (int i = 0; i < this.endpoint.concurrency(); i++) {
+				PollLoop loop = new PollLoop(this.endpoint, this.sessions, this.converter, this.metrics);
+				Thread thread = new Thread(loop, "pgqueue-" + this.endpoint.id() + "-" + i);
+				this.loops.add(loop);
+				this.threads.add(thread);
+			}
+			this.running = true;
+			this.threads.forEach(Thread::start);
+			logger.info("Started listener '{}' on {} with {} poller(s)", this.endpoint.id(), this.endpoint.queues(),
+					this.endpoint.concurrency());
+		}
+	}
+
+	/**
+	 * Stops the pollers: no claim and no handler starts after this call; handlers running finish
+	 * within {@code timeout}, then are interrupted; what is left is released.
+	 */
+	public void stop(Duration timeout) {
+		signalStop();
+		awaitStop(System.nanoTime() + timeout.toNanos());
+	}
+
+	void signalStop() {
+		synchronized (this.loops) {
+			this.running = false;
+			this.loops.forEach(PollLoop::stop);
+		}
+	}
+
+	void awaitStop(long deadlineNanos) {
+		List<Thread> stopping;
+		synchronized (this.loops) {
+			stopping = new ArrayList<>(this.threads);
+		}
+		boolean interrupted = false;
+		for (Thread thread : stopping) {
+			try {
+				long leftMillis = Math.max(1, (deadlineNanos - System.nanoTime()) / 1_000_000);
+				thread.join(leftMillis);
+				if (thread.isAlive()) {
+					logger.warn("Listener '{}': thread {} did not finish within the shutdown timeout; interrupting it",
+							this.endpoint.id(), thread.getName());
+					thread.interrupt();
+					thread.join(5_000);
+				}
+			}
+			catch (InterruptedException ex) {
+				interrupted = true;
+				thread.interrupt();
+			}
+		}
+		if (interrupted) {
+			Thread.currentThread().interrupt();
+		}
+		logger.info("Stopped listener '{}'", this.endpoint.id());
+	}
+
+	/** Wakes the pollers if they consume {@code queue}. */
+	void wake(String queue) {
+		if (this.endpoint.queues().contains(queue)) {
+			wakeAll();
+		}
+	}
+
+	void wakeAll() {
+		synchronized (this.loops) {
+			this.loops.forEach(PollLoop::wakeUp);
+		}
+	}
+
+}

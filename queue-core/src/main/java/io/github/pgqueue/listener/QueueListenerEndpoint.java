@@ -1,0 +1,52 @@
+package io.github.pgqueue.listener;
+
+import java.lang.reflect.Type;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+
+import io.github.pgqueue.AckMode;
+import io.github.pgqueue.internal.QueueNames;
+
+/**
+ * Everything a container needs to consume queues for one listener.
+ * @param id unique id of the listener, used in thread names, logs and metrics
+ * @param queues the queues it consumes, polled in turn
+ * @param concurrency poller threads, each with a database session of its own
+ * @param ackMode who completes messages
+ * @param autoStartup whether the registry starts it with the application
+ * @param payloadType the type payloads are converted to
+ * @param listener what handles each message
+ * @param errorHandler what decides on failures
+ * @param batchSize messages claimed per statement
+ * @param pollInterval the longest an idle poller waits when no notification arrives
+ */
+public record QueueListenerEndpoint(String id, List<String> queues, int concurrency, AckMode ackMode,
+		boolean autoStartup, Type payloadType, QueueMessageListener listener, QueueErrorHandler errorHandler,
+		int batchSize, Duration pollInterval) {
+
+	public QueueListenerEndpoint {
+		Objects.requireNonNull(id, "Listener id must not be null");
+		if (queues == null || queues.isEmpty()) {
+			throw new IllegalArgumentException("Listener '" + id + "' must name at least one queue");
+		}
+		queues = List.copyOf(queues);
+		queues.forEach(QueueNames::requireQueue);
+		if (concurrency < 1) {
+			throw new IllegalArgumentException("Listener '" + id + "': concurrency must be at least 1, was "
+					+ concurrency);
+		}
+		if (batchSize < 1) {
+			throw new IllegalArgumentException("Listener '" + id + "': batch size must be at least 1, was " + batchSize);
+		}
+		if (pollInterval == null || pollInterval.isNegative() || pollInterval.isZero()) {
+			throw new IllegalArgumentException("Listener '" + id + "': poll interval must be positive, was "
+					+ pollInterval);
+		}
+		Objects.requireNonNull(ackMode, "ackMode");
+		Objects.requireNonNull(payloadType, "payloadType");
+		Objects.requireNonNull(listener, "listener");
+		Objects.requireNonNull(errorHandler, "errorHandler");
+	}
+
+}

@@ -1,0 +1,261 @@
+package io.github.pgqueue.listener;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.pgqueue.AckMode;
+import io.github.pgqueue.QueueDefinition;
+import io.github.pgqueue.QueueMessage;
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.PostgresExtension;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+@ExtendWith(PostgresExtension.class)
+class QueueListenerContainerIntegrationTests {
+
+	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
+
+	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
+
+	private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+
+	private final QueueTemplate template = QueueTemplate.builder(this.postgres.dataSource())
+		.meterRegistry(this.meters)
+		.build();
+
+	private final HikariDataSource consumerPool = this.postgres.pool("consumers", 12);
+
+	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+			this.consumerPool, Duration.ofSeconds(5));
+
+	@AfterEach
+	void stop() {
+		this.registry.stop();
+		this.consumerPool.close();
+	}
+
+	private QueueListenerEndpoint endpoint(String id, String queue, int concurrency, AckMode ackMode,
+			QueueMessageListener listener) {
+		return new QueueListenerEndpoint(id, List.of(queue), concurrency, ackMode, true, Integer.class, listener,
+				new DefaultQueueErrorHandler(), 10, Duration.ofMillis(200));
+	}
+
+	@Test
+	void listenerReceivesEveryMessageOnceAndAcksOnReturn() {
+		Map<Long, AtomicInteger> seen = new ConcurrentHashMap<>();
+		this.registry.registerListenerEndpoint(endpoint("work", "work", 4, AckMode.AUTO,
+				(message, ack) -> seen.computeIfAbsent(message.id(), (id) -> new AtomicInteger()).incrementAndGet()));
+		this.registry.start();
+		List<Long> ids = this.template.sendBatch("work", IntStream.range(0, 500).boxed().toList());
+		await().atMost(Duration.ofSeconds(20)).until(() -> seen.size() == ids.size() && queueEmpty());
+		assertThat(seen.values()).allMatch((n) -> n.get() == 1);
+		assertThat(seen.keySet()).containsExactlyInAnyOrderElementsOf(ids);
+		assertThat(this.meters.get("pgqueue.messages.processed").tag("outcome", "success").counter().count())
+			.isEqualTo(500);
+		await().atMost(Duration.ofSeconds(5)).until(() -> advisoryLocks() == 0);
+	}
+
+	@Test
+	void neverMoreHandlersRunThanTheConcurrency() {
+		AtomicInteger running = new AtomicInteger();
+		AtomicInteger maxRunning = new AtomicInteger();
+		AtomicInteger handled = new AtomicInteger();
+		this.registry.registerListenerEndpoint(endpoint("slow", "slow", 3, AckMode.AUTO, (message, ack) -> {
+			int now = running.incrementAndGet();
+			maxRunning.accumulateAndGet(now, Math::max);
+			Thread.sleep(5);
+			running.decrementAndGet();
+			handled.incrementAndGet();
+		}));
+		this.registry.start();
+		this.template.sendBatch("slow", IntStream.range(0, 200).boxed().toList());
+		await().atMost(Duration.ofSeconds(30)).until(() -> handled.get() == 200);
+		assertThat(maxRunning.get()).isEqualTo(3);
+	}
+
+	@Test
+	void failingMessageIsRetriedWithBackoffThenDeadLettered() {
+		this.template.declare(QueueDefinition.of("flaky").withMaxAttempts(3)
+			.withBackoff(Duration.ofMillis(50), 2.0, Duration.ofSeconds(1)));
+		List<Integer> attempts = new ArrayList<>();
+		this.registry.registerListenerEndpoint(endpoint("flaky", "flaky", 1, AckMode.AUTO, (message, ack) -> {
+			attempts.add(message.attempt());
+			throw new IllegalStateException("downstream unavailable");
+		}));
+		this.registry.start();
+		long id = this.template.send("flaky", 1);
+		await().atMost(Duration.ofSeconds(10)).until(() -> "flaky.dlq".equals(queueOf(id)));
+		assertThat(attempts).containsExactly(1, 2, 3);
+		assertThat(this.jdbc.queryForObject("SELECT last_error FROM pgqueue.message WHERE id = ?", String.class, id))
+			.contains("Failed 3 of 3 attempts").contains("IllegalStateException: downstream unavailable");
+		assertThat(this.meters.get("pgqueue.messages.processed").tag("outcome", "retry").counter().count())
+			.isEqualTo(2);
+		assertThat(this.meters.get("pgqueue.messages.processed").tag("outcome", "dead").counter().count())
+			.isEqualTo(1);
+	}
+
+	@Test
+	void unconvertiblePayloadIsDeadLetteredAtOnceAndTheConsumerGoesOn() {
+		AtomicInteger handled = new AtomicInteger();
+		this.registry.registerListenerEndpoint(
+				endpoint("typed", "typed", 1, AckMode.AUTO, (message, ack) -> handled.incrementAndGet()));
+		this.registry.start();
+		this.jdbc.update("INSERT INTO pgqueue.message (queue, payload) VALUES ('typed', '\"not a number\"')");
+		this.template.send("typed", 42);
+		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 1 && count("typed.dlq") == 1);
+		assertThat(this.jdbc.queryForObject("SELECT last_error FROM pgqueue.message WHERE queue = 'typed.dlq'",
+				String.class)).contains("Cannot read payload as java.lang.Integer");
+	}
+
+	@Test
+	void manualAckModeCompletesThroughTheAcknowledgment() {
+		List<Integer> attempts = new ArrayList<>();
+		this.registry.registerListenerEndpoint(endpoint("manual", "manual", 1, AckMode.MANUAL, (message, ack) -> {
+			attempts.add(message.attempt());
+			switch ((Integer) message.payload()) {
+				case 1 -> ack.ack();
+				case 2 -> {
+					if (message.attempt() == 1) {
+						ack.nack(Duration.ofMillis(10));
+					}
+					else {
+						ack.ack();
+					}
+				}
+				default -> ack.reject("not wanted");
+			}
+		}));
+		this.registry.start();
+		this.template.sendBatch("manual", List.of(1, 2, 3));
+		await().atMost(Duration.ofSeconds(10)).until(() -> count("manual") == 0 && count("manual.dlq") == 1);
+		assertThat(attempts).containsExactlyInAnyOrder(1, 1, 1, 2);
+	}
+
+	@Test
+	void notificationWakesAnIdleListenerLongBeforeItsPollInterval() throws Exception {
+		CountDownLatch received = new CountDownLatch(1);
+		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("idle", List.of("idle"), 1, AckMode.AUTO,
+				true, Integer.class, (message, ack) -> received.countDown(), new DefaultQueueErrorHandler(), 10,
+				Duration.ofSeconds(30)));
+		this.registry.start();
+		await().atMost(Duration.ofSeconds(5)).until(this.registry::isListening);
+		Thread.sleep(300); // let the poller finish its first, empty poll and start waiting
+		this.template.send("idle", 1);
+		assertThat(received.await(1, TimeUnit.SECONDS)).as("handled within a second").isTrue();
+	}
+
+	@Test
+	void listenersRecoverAfterEveryConsumerSessionIsTerminatedAndNothingIsLost() {
+		Map<Long, AtomicInteger> seen = new ConcurrentHashMap<>();
+		AtomicBoolean terminated = new AtomicBoolean();
+		this.registry.registerListenerEndpoint(endpoint("robust", "robust", 3, AckMode.AUTO, (message, ack) -> {
+			seen.computeIfAbsent(message.id(), (id) -> new AtomicInteger()).incrementAndGet();
+			Thread.sleep(1);
+		}));
+		this.registry.start();
+		List<Long> ids = this.template.sendBatch("robust", IntStream.range(0, 3000).boxed().toList());
+		await().atMost(Duration.ofSeconds(10)).until(() -> seen.size() > 300);
+		int killed = this.postgres.terminateSessions("consumers");
+		assertThat(killed).as("3 pollers and the LISTEN connection").isEqualTo(4);
+		terminated.set(true);
+		await().atMost(Duration.ofSeconds(30)).until(() -> queueEmpty() && seen.keySet().containsAll(ids));
+		assertThat(seen.keySet()).containsExactlyInAnyOrderElementsOf(ids);
+		await().atMost(Duration.ofSeconds(10)).until(this.registry::isListening);
+		long redelivered = seen.values().stream().filter((n) -> n.get() > 1).count();
+		assertThat(redelivered).as("only the batches in flight when the sessions died").isLessThanOrEqualTo(3 * 10);
+	}
+
+	@Test
+	void listenersRecoverAfterPostgresRestartsAndNothingIsLost() {
+		Map<Long, AtomicInteger> seen = new ConcurrentHashMap<>();
+		this.registry.registerListenerEndpoint(endpoint("restart", "restart", 2, AckMode.AUTO, (message, ack) -> {
+			seen.computeIfAbsent(message.id(), (id) -> new AtomicInteger()).incrementAndGet();
+			Thread.sleep(1);
+		}));
+		this.registry.start();
+		List<Long> ids = this.template.sendBatch("restart", IntStream.range(0, 2000).boxed().toList());
+		await().atMost(Duration.ofSeconds(10)).until(() -> seen.size() > 200);
+		this.postgres.restart();
+		await().atMost(Duration.ofSeconds(60)).until(() -> seen.keySet().containsAll(ids));
+		await().atMost(Duration.ofSeconds(10)).until(() -> queueEmpty() && this.registry.isListening());
+		assertThat(seen.keySet()).containsExactlyInAnyOrderElementsOf(ids);
+		assertThat(this.registry.getListenerContainer("restart").isConnected()).isTrue();
+	}
+
+	@Test
+	void gracefulStopFinishesRunningHandlersStartsNoNewOneAndReleasesTheRest() throws Exception {
+		CountDownLatch inHandler = new CountDownLatch(1);
+		AtomicInteger started = new AtomicInteger();
+		AtomicInteger finished = new AtomicInteger();
+		this.registry.registerListenerEndpoint(endpoint("graceful", "graceful", 1, AckMode.AUTO, (message, ack) -> {
+			started.incrementAndGet();
+			inHandler.countDown();
+			Thread.sleep(500);
+			finished.incrementAndGet();
+		}));
+		this.registry.start();
+		this.template.sendBatch("graceful", IntStream.range(0, 10).boxed().toList());
+		assertThat(inHandler.await(5, TimeUnit.SECONDS)).isTrue();
+		this.registry.stop();
+		assertThat(started.get()).as("no handler starts after stop").isEqualTo(1);
+		assertThat(finished.get()).as("the running handler finished").isEqualTo(1);
+		assertThat(count("graceful")).as("the rest released, not lost").isEqualTo(9);
+		assertThat(advisoryLocks()).isZero();
+		assertThat(this.template.stats("graceful").ready()).isEqualTo(9);
+	}
+
+	@Test
+	void handlerThatOutlivesTheShutdownTimeoutIsInterruptedAndItsMessageReleased() throws Exception {
+		QueueListenerEndpointRegistry impatient = new QueueListenerEndpointRegistry(this.template, this.consumerPool,
+				Duration.ofMillis(200));
+		CountDownLatch inHandler = new CountDownLatch(1);
+		impatient.registerListenerEndpoint(endpoint("stuck", "stuck", 1, AckMode.AUTO, (message, ack) -> {
+			inHandler.countDown();
+			Thread.sleep(60_000);
+		}));
+		impatient.start();
+		long id = this.template.send("stuck", 1);
+		assertThat(inHandler.await(5, TimeUnit.SECONDS)).isTrue();
+		long before = System.nanoTime();
+		impatient.stop();
+		assertThat(Duration.ofNanos(System.nanoTime() - before)).isLessThan(Duration.ofSeconds(5));
+		assertThat(queueOf(id)).isEqualTo("stuck");
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	private String queueOf(long id) {
+		List<String> queues = this.jdbc.queryForList("SELECT queue FROM pgqueue.message WHERE id = ?", String.class, id);
+		return queues.isEmpty() ? null : queues.get(0);
+	}
+
+	private long count(String queue) {
+		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = ?", Long.class, queue);
+	}
+
+	private boolean queueEmpty() {
+		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message", Long.class) == 0;
+	}
+
+	private long advisoryLocks() {
+		return this.jdbc.queryForObject("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'", Long.class);
+	}
+
+}

@@ -2,7 +2,7 @@ package io.github.pgqueue;
 
 import java.time.Duration;
 
-import io.github.pgqueue.internal.QueueNames;
+
 
 /**
  * The policy of one queue, shared by every consumer through the {@code queue} table: how often a

@@ -18,7 +18,7 @@ import javax.sql.DataSource;
 import io.github.pgqueue.internal.ClaimedMessage;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.Headers;
-import io.github.pgqueue.internal.QueueNames;
+
 import io.github.pgqueue.internal.QueueSql;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -206,6 +206,11 @@ public final class QueueTemplate implements QueueOperations {
 		Long moved = this.jdbc.queryForObject(this.sql.redrive(), Long.class, queue, deadLetterQueueOf(queue),
 				namespace(), max, this.sql.channel(), queue);
 		return (moved != null) ? moved.intValue() : 0;
+	}
+
+	/** The queues declared in the database, and their dead-letter queues. */
+	public java.util.Set<String> declaredQueues() {
+		return new java.util.TreeSet<>(this.jdbc.queryForList(this.sql.declaredQueues(), String.class));
 	}
 
 	/** The dead-letter queue of {@code queue}: its definition's, else {@code <queue>.dlq}. */

@@ -1,5 +1,6 @@
 package io.github.pgqueue.internal;
 
+import io.github.pgqueue.QueueNames;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

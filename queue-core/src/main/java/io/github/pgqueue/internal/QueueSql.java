@@ -1,5 +1,7 @@
 package io.github.pgqueue.internal;
 
+import io.github.pgqueue.QueueNames;
+
 /**
  * Every statement pgqueue runs, for one schema. Parameters are positional; the comment above
  * each statement lists them. The lock key of a message is {@code (namespace, id::bit(32)::int4)}:
@@ -42,6 +44,8 @@ public final class QueueSql {
 	private final String backendPid;
 
 	private final String deadLetterQueue;
+
+	private final String declaredQueues;
 
 	private final String schema;
 
@@ -214,6 +218,12 @@ public final class QueueSql {
 
 		// 1 queue.
 		this.deadLetterQueue = "SELECT dead_letter_queue FROM %s.queue WHERE name = ?".formatted(s);
+
+		// Every declared queue and its dead-letter queue.
+		this.declaredQueues = """
+				SELECT name FROM %1$s.queue
+				UNION
+				SELECT COALESCE(dead_letter_queue, left(name, 59) || '.dlq') FROM %1$s.queue""".formatted(s);
 	}
 
 	public String namespace() {
@@ -274,6 +284,10 @@ public final class QueueSql {
 
 	public String backendPid() {
 		return this.backendPid;
+	}
+
+	public String declaredQueues() {
+		return this.declaredQueues;
 	}
 
 	public String deadLetterQueue() {

@@ -6,7 +6,7 @@ import java.util.List;
 import java.util.Objects;
 
 import io.github.pgqueue.AckMode;
-import io.github.pgqueue.internal.QueueNames;
+import io.github.pgqueue.QueueNames;
 
 /**
  * Everything a container needs to consume queues for one listener.

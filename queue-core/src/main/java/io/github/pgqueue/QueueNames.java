@@ -1,9 +1,9 @@
-package io.github.pgqueue.internal;
+package io.github.pgqueue;
 
 import java.util.regex.Pattern;
 
 /**
- * Validation of the names that reach SQL: queue names travel as bind parameters, the schema
+ * Validation of queue and schema names, the names that reach SQL: queue names travel as bind parameters, the schema
  * name is validated here once and then quoted into the statements.
  */
 public final class QueueNames {

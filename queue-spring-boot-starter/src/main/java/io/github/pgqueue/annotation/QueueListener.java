@@ -1,0 +1,41 @@
+package io.github.pgqueue.annotation;
+
+import java.lang.annotation.Documented;
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
+
+import io.github.pgqueue.AckMode;
+
+/**
+ * Marks a bean method as the handler of the messages of one or more queues. The method may take
+ * the payload (converted from JSON to the parameter's type), a {@link io.github.pgqueue.QueueMessage},
+ * {@link Header @Header} strings and an {@link io.github.pgqueue.Acknowledgment}. Returning acks
+ * the message; throwing retries it with the queue's back-off and dead-letters it after its max
+ * attempts. String attributes accept {@code ${...}} placeholders.
+ */
+@Target(ElementType.METHOD)
+@Retention(RetentionPolicy.RUNTIME)
+@Documented
+public @interface QueueListener {
+
+	/** The queues to consume; each must be declared under {@code pgqueue.queues} or be a dead-letter queue of one. */
+	String[] queues();
+
+	/** Unique id of the listener, for logs, metrics and the registry; default {@code <bean>.<method>}. */
+	String id() default "";
+
+	/** Poller threads, each with a database connection; default {@code pgqueue.listener.concurrency}. */
+	String concurrency() default "";
+
+	/** Who completes a message: the container on return ({@code AUTO}) or the method ({@code MANUAL}). */
+	AckMode ackMode() default AckMode.AUTO;
+
+	/** Whether the listener starts with the application; {@code "true"} or {@code "false"}. */
+	String autoStartup() default "true";
+
+	/** Name of a {@link io.github.pgqueue.listener.QueueErrorHandler} bean; default retry with back-off, then dead-letter. */
+	String errorHandler() default "";
+
+}

@@ -1,0 +1,132 @@
+package io.github.pgqueue.boot.autoconfigure;
+
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+
+import javax.sql.DataSource;
+
+import io.github.pgqueue.JacksonPayloadConverter;
+import io.github.pgqueue.PayloadConverter;
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.annotation.QueueListenerAnnotationBeanPostProcessor;
+import io.github.pgqueue.annotation.QueueListenerDefaults;
+import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import tools.jackson.databind.json.JsonMapper;
+
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
+import org.springframework.boot.health.contributor.HealthIndicator;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/**
+ * Auto-configuration of pgqueue: migrates its schema, writes the queues of
+ * {@code pgqueue.queues}, and provides the {@link QueueTemplate} and the {@code @QueueListener}
+ * machinery. Backs off without a {@link DataSource}; off with {@code pgqueue.enabled=false}.
+ */
+@AutoConfiguration(after = DataSourceAutoConfiguration.class,
+		afterName = "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration")
+@ConditionalOnClass({ QueueTemplate.class, JdbcTemplate.class })
+@ConditionalOnBean(DataSource.class)
+@ConditionalOnBooleanProperty(name = "pgqueue.enabled", matchIfMissing = true)
+@EnableConfigurationProperties(PgQueueProperties.class)
+public final class PgQueueAutoConfiguration {
+
+	@Bean
+	@ConditionalOnMissingBean
+	PayloadConverter pgQueuePayloadConverter(ObjectProvider<JsonMapper> jsonMapper) {
+		JsonMapper mapper = jsonMapper.getIfAvailable();
+		return (mapper != null) ? new JacksonPayloadConverter(mapper) : new JacksonPayloadConverter();
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	QueueTemplate queueTemplate(DataSource dataSource, PgQueueProperties properties, PayloadConverter converter,
+			ObjectProvider<MeterRegistry> meterRegistry) {
+		PgQueuePropertiesValidator.validate(properties);
+		return QueueTemplate.builder(dataSource)
+			.schema(properties.getSchema())
+			.lockNamespace(properties.getLockNamespace())
+			.payloadConverter(converter)
+			.meterRegistry(meterRegistry.getIfAvailable(CompositeMeterRegistry::new))
+			.build();
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	PgQueueSchemaInitializer pgQueueSchemaInitializer(DataSource dataSource, PgQueueProperties properties) {
+		return new PgQueueSchemaInitializer(dataSource, properties);
+	}
+
+	@Bean
+	ListenerConnections pgQueueListenerConnections(DataSource dataSource, PgQueueProperties properties) {
+		return new ListenerConnections(dataSource, properties.getListener().isDedicatedPool());
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	QueueListenerEndpointRegistry pgQueueListenerEndpointRegistry(QueueTemplate queueTemplate,
+			ListenerConnections connections, PgQueueProperties properties, PgQueueSchemaInitializer schema) {
+		return new PgQueueListenerEndpointRegistry(queueTemplate, connections,
+				properties.getListener().getShutdownTimeout());
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	QueueListenerDefaults pgQueueListenerDefaults(PgQueueProperties properties, PgQueueSchemaInitializer schema,
+			QueueTemplate queueTemplate) {
+		PgQueueProperties.Listener listener = properties.getListener();
+		return new QueueListenerDefaults(listener.getConcurrency(), listener.getBatchSize(),
+				listener.getPollInterval(), () -> {
+					Set<String> known = new LinkedHashSet<>(schema.knownQueues());
+					known.addAll(queueTemplate.declaredQueues());
+					return known;
+				});
+	}
+
+	@Bean
+	static QueueListenerAnnotationBeanPostProcessor pgQueueListenerAnnotationBeanPostProcessor() {
+		return new QueueListenerAnnotationBeanPostProcessor();
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(MeterRegistry.class)
+	@ConditionalOnBean(MeterRegistry.class)
+	static class MetricsConfiguration {
+
+		@Bean
+		QueueMetrics pgQueueMetrics(QueueTemplate queueTemplate, PgQueueProperties properties) {
+			List<String> queues = properties.getQueues().keySet().stream().toList();
+			Set<String> withDeadLetters = new LinkedHashSet<>(queues);
+			PgQueueSchemaInitializer.definitions(properties.getQueues())
+				.forEach((definition) -> withDeadLetters.add(definition.effectiveDeadLetterQueue()));
+			return new QueueMetrics(queueTemplate, withDeadLetters);
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(HealthIndicator.class)
+	@ConditionalOnEnabledHealthIndicator("pgqueue")
+	static class HealthConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean(name = "pgQueueHealthIndicator")
+		PgQueueHealthIndicator pgQueueHealthIndicator(QueueListenerEndpointRegistry registry) {
+			return new PgQueueHealthIndicator(registry);
+		}
+
+	}
+
+}

@@ -1,0 +1,27 @@
+package io.github.pgqueue.boot.autoconfigure;
+
+import java.time.Duration;
+
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
+
+/** The registry, which sizes the listeners' connections for its total concurrency before it starts. */
+final class PgQueueListenerEndpointRegistry extends QueueListenerEndpointRegistry {
+
+	private final ListenerConnections connections;
+
+	PgQueueListenerEndpointRegistry(QueueTemplate template, ListenerConnections connections,
+			Duration shutdownTimeout) {
+		super(template, connections.dataSource(), shutdownTimeout);
+		this.connections = connections;
+	}
+
+	@Override
+	public synchronized void start() {
+		if (!isRunning()) {
+			this.connections.prepare(totalConcurrency());
+		}
+		super.start();
+	}
+
+}

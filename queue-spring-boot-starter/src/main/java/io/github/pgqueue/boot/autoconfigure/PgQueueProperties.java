@@ -1,0 +1,223 @@
+package io.github.pgqueue.boot.autoconfigure;
+
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+import io.github.pgqueue.QueueDefinition;
+import io.github.pgqueue.QueueTemplate;
+
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/**
+ * Configuration of pgqueue, bound from {@code pgqueue.*}.
+ */
+@ConfigurationProperties("pgqueue")
+public class PgQueueProperties {
+
+	/** Whether to auto-configure pgqueue. */
+	private boolean enabled = true;
+
+	/** Schema holding pgqueue's tables; created and migrated at startup. */
+	private String schema = QueueTemplate.DEFAULT_SCHEMA;
+
+	/** First int4 of every advisory lock key; by default the oid of the message table. */
+	private Integer lockNamespace;
+
+	/** Defaults for every {@code @QueueListener}. */
+	private final Listener listener = new Listener();
+
+	/** The queues of the application, by name; listeners may only consume these and their dead-letter queues. */
+	private Map<String, Queue> queues = new LinkedHashMap<>();
+
+	public boolean isEnabled() {
+		return this.enabled;
+	}
+
+	public void setEnabled(boolean enabled) {
+		this.enabled = enabled;
+	}
+
+	public String getSchema() {
+		return this.schema;
+	}
+
+	public void setSchema(String schema) {
+		this.schema = schema;
+	}
+
+	public Integer getLockNamespace() {
+		return this.lockNamespace;
+	}
+
+	public void setLockNamespace(Integer lockNamespace) {
+		this.lockNamespace = lockNamespace;
+	}
+
+	public Listener getListener() {
+		return this.listener;
+	}
+
+	public Map<String, Queue> getQueues() {
+		return this.queues;
+	}
+
+	public void setQueues(Map<String, Queue> queues) {
+		this.queues = queues;
+	}
+
+	/** Listener defaults. */
+	public static class Listener {
+
+		/** Longest an idle poller waits for work when no notification arrives. */
+		private Duration pollInterval = Duration.ofSeconds(1);
+
+		/** Messages claimed per statement. */
+		private int batchSize = 10;
+
+		/** Poller threads per listener unless the annotation says otherwise. */
+		private int concurrency = 1;
+
+		/** How long running handlers may take to finish when the application stops. */
+		private Duration shutdownTimeout = Duration.ofSeconds(30);
+
+		/** Whether pollers take their connections from a pool of their own, sized from the total concurrency. */
+		private boolean dedicatedPool = true;
+
+		public Duration getPollInterval() {
+			return this.pollInterval;
+		}
+
+		public void setPollInterval(Duration pollInterval) {
+			this.pollInterval = pollInterval;
+		}
+
+		public int getBatchSize() {
+			return this.batchSize;
+		}
+
+		public void setBatchSize(int batchSize) {
+			this.batchSize = batchSize;
+		}
+
+		public int getConcurrency() {
+			return this.concurrency;
+		}
+
+		public void setConcurrency(int concurrency) {
+			this.concurrency = concurrency;
+		}
+
+		public Duration getShutdownTimeout() {
+			return this.shutdownTimeout;
+		}
+
+		public void setShutdownTimeout(Duration shutdownTimeout) {
+			this.shutdownTimeout = shutdownTimeout;
+		}
+
+		public boolean isDedicatedPool() {
+			return this.dedicatedPool;
+		}
+
+		public void setDedicatedPool(boolean dedicatedPool) {
+			this.dedicatedPool = dedicatedPool;
+		}
+
+	}
+
+	/** One queue's policy. */
+	public static class Queue {
+
+		/** How messages are consumed; only session is available in this version. */
+		private Mode mode = Mode.SESSION;
+
+		/** Deliveries before a message is dead-lettered. */
+		private int maxAttempts = QueueDefinition.DEFAULT_MAX_ATTEMPTS;
+
+		/** Back-off between attempts. */
+		private final Backoff backoff = new Backoff();
+
+		/** Where exhausted messages go; by default the queue's name followed by ".dlq". */
+		private String deadLetterQueue;
+
+		public Mode getMode() {
+			return this.mode;
+		}
+
+		public void setMode(Mode mode) {
+			this.mode = mode;
+		}
+
+		public int getMaxAttempts() {
+			return this.maxAttempts;
+		}
+
+		public void setMaxAttempts(int maxAttempts) {
+			this.maxAttempts = maxAttempts;
+		}
+
+		public Backoff getBackoff() {
+			return this.backoff;
+		}
+
+		public String getDeadLetterQueue() {
+			return this.deadLetterQueue;
+		}
+
+		public void setDeadLetterQueue(String deadLetterQueue) {
+			this.deadLetterQueue = deadLetterQueue;
+		}
+
+	}
+
+	/** Exponential back-off. */
+	public static class Backoff {
+
+		/** Pause after the first failure. */
+		private Duration initial = QueueDefinition.DEFAULT_BACKOFF_INITIAL;
+
+		/** Factor applied to the pause after each further failure. */
+		private double multiplier = QueueDefinition.DEFAULT_BACKOFF_MULTIPLIER;
+
+		/** Longest pause. */
+		private Duration max = QueueDefinition.DEFAULT_BACKOFF_MAX;
+
+		public Duration getInitial() {
+			return this.initial;
+		}
+
+		public void setInitial(Duration initial) {
+			this.initial = initial;
+		}
+
+		public double getMultiplier() {
+			return this.multiplier;
+		}
+
+		public void setMultiplier(double multiplier) {
+			this.multiplier = multiplier;
+		}
+
+		public Duration getMax() {
+			return this.max;
+		}
+
+		public void setMax(Duration max) {
+			this.max = max;
+		}
+
+	}
+
+	/** How a queue is consumed. */
+	public enum Mode {
+
+		/** Advisory lock held by the poller's session until the ack; no transaction open while handling. */
+		SESSION,
+
+		/** FOR UPDATE SKIP LOCKED in a transaction that also runs the handler (not available yet). */
+		TRANSACTIONAL
+
+	}
+
+}

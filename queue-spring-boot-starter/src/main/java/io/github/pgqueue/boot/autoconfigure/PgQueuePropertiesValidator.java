@@ -1,0 +1,89 @@
+package io.github.pgqueue.boot.autoconfigure;
+
+import io.github.pgqueue.QueueDefinition;
+import io.github.pgqueue.QueueNames;
+
+import org.springframework.boot.context.properties.source.InvalidConfigurationPropertyValueException;
+
+/** Turns invalid {@code pgqueue.*} values into startup failures that name the property. */
+final class PgQueuePropertiesValidator {
+
+	private PgQueuePropertiesValidator() {
+	}
+
+	static void validate(PgQueueProperties properties) {
+		try {
+			QueueNames.requireSchema(properties.getSchema());
+		}
+		catch (IllegalArgumentException ex) {
+			throw new InvalidConfigurationPropertyValueException("pgqueue.schema", properties.getSchema(),
+					ex.getMessage());
+		}
+		PgQueueProperties.Listener listener = properties.getListener();
+		if (listener.getBatchSize() < 1) {
+			throw new InvalidConfigurationPropertyValueException("pgqueue.listener.batch-size",
+					listener.getBatchSize(), "Use a batch size of at least 1");
+		}
+		if (listener.getConcurrency() < 1) {
+			throw new InvalidConfigurationPropertyValueException("pgqueue.listener.concurrency",
+					listener.getConcurrency(), "Use a concurrency of at least 1");
+		}
+		if (listener.getPollInterval() == null || listener.getPollInterval().isNegative()
+				|| listener.getPollInterval().isZero()) {
+			throw new InvalidConfigurationPropertyValueException("pgqueue.listener.poll-interval",
+					listener.getPollInterval(), "Use a positive duration such as 1s");
+		}
+		if (listener.getShutdownTimeout() == null || listener.getShutdownTimeout().isNegative()) {
+			throw new InvalidConfigurationPropertyValueException("pgqueue.listener.shutdown-timeout",
+					listener.getShutdownTimeout(), "Use a duration of zero or more, such as 30s");
+		}
+		properties.getQueues().forEach(PgQueuePropertiesValidator::definition);
+	}
+
+	static QueueDefinition definition(String name, PgQueueProperties.Queue queue) {
+		String prefix = "pgqueue.queues." + name;
+		try {
+			QueueNames.requireQueue(name);
+		}
+		catch (IllegalArgumentException ex) {
+			throw new InvalidConfigurationPropertyValueException(prefix, name, ex.getMessage());
+		}
+		if (queue.getMode() == PgQueueProperties.Mode.TRANSACTIONAL) {
+			throw new InvalidConfigurationPropertyValueException(prefix + ".mode", "transactional",
+					"This version of pgqueue supports only 'session' mode; remove the setting or use 'session'");
+		}
+		if (queue.getMaxAttempts() < 1) {
+			throw new InvalidConfigurationPropertyValueException(prefix + ".max-attempts", queue.getMaxAttempts(),
+					"Use at least 1");
+		}
+		PgQueueProperties.Backoff backoff = queue.getBackoff();
+		if (backoff.getInitial() == null || backoff.getInitial().isNegative()) {
+			throw new InvalidConfigurationPropertyValueException(prefix + ".backoff.initial", backoff.getInitial(),
+					"Use a duration of zero or more");
+		}
+		if (backoff.getMax() == null || backoff.getMax().isNegative()) {
+			throw new InvalidConfigurationPropertyValueException(prefix + ".backoff.max", backoff.getMax(),
+					"Use a duration of zero or more");
+		}
+		if (!(backoff.getMultiplier() >= 1.0)) {
+			throw new InvalidConfigurationPropertyValueException(prefix + ".backoff.multiplier",
+					backoff.getMultiplier(), "Use a multiplier of at least 1.0");
+		}
+		if (queue.getDeadLetterQueue() != null) {
+			try {
+				QueueNames.requireQueue(queue.getDeadLetterQueue());
+			}
+			catch (IllegalArgumentException ex) {
+				throw new InvalidConfigurationPropertyValueException(prefix + ".dead-letter-queue",
+						queue.getDeadLetterQueue(), ex.getMessage());
+			}
+			if (queue.getDeadLetterQueue().equals(name)) {
+				throw new InvalidConfigurationPropertyValueException(prefix + ".dead-letter-queue",
+						queue.getDeadLetterQueue(), "A queue cannot be its own dead-letter queue");
+			}
+		}
+		return new QueueDefinition(name, queue.getMaxAttempts(), backoff.getInitial(), backoff.getMultiplier(),
+				backoff.getMax(), queue.getDeadLetterQueue());
+	}
+
+}

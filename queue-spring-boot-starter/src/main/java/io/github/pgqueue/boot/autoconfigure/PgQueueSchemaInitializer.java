@@ -1,0 +1,89 @@
+package io.github.pgqueue.boot.autoconfigure;
+
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import javax.sql.DataSource;
+
+import io.github.pgqueue.QueueDefinition;
+import io.github.pgqueue.QueueTemplate;
+import org.flywaydb.core.Flyway;
+import org.flywaydb.core.api.FlywayException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import org.springframework.beans.factory.InitializingBean;
+
+/**
+ * Migrates pgqueue's schema with a private Flyway instance (its own history table, so the
+ * application's own migrations are untouched) and writes the queue definitions of
+ * {@code pgqueue.queues}. Beans that use the schema depend on this one.
+ */
+public class PgQueueSchemaInitializer implements InitializingBean {
+
+	/** The history table of pgqueue's migrations, inside pgqueue's schema. */
+	public static final String HISTORY_TABLE = "pgqueue_schema_history";
+
+	private static final Logger logger = LoggerFactory.getLogger(PgQueueSchemaInitializer.class);
+
+	private final DataSource dataSource;
+
+	private final String schema;
+
+	private final List<QueueDefinition> definitions;
+
+	PgQueueSchemaInitializer(DataSource dataSource, PgQueueProperties properties) {
+		PgQueuePropertiesValidator.validate(properties);
+		this.dataSource = dataSource;
+		this.schema = properties.getSchema();
+		this.definitions = definitions(properties.getQueues());
+	}
+
+	@Override
+	public void afterPropertiesSet() {
+		try {
+			var result = Flyway.configure(getClass().getClassLoader())
+				.dataSource(this.dataSource)
+				.locations("classpath:db/pgqueue")
+				.schemas(this.schema)
+				.defaultSchema(this.schema)
+				.table(HISTORY_TABLE)
+				.baselineOnMigrate(true)
+				.baselineVersion("0")
+				.cleanDisabled(true)
+				.load()
+				.migrate();
+			if (result.migrationsExecuted > 0) {
+				logger.info("Migrated pgqueue schema '{}' to version {}", this.schema, result.targetSchemaVersion);
+			}
+		}
+		catch (FlywayException ex) {
+			throw new IllegalStateException("pgqueue could not create or migrate its schema '" + this.schema
+					+ "': " + ex.getMessage() + ". Check spring.datasource.* and that the database user may create "
+					+ "a schema (or create it and grant the user rights on it)", ex);
+		}
+		QueueTemplate template = QueueTemplate.builder(this.dataSource).schema(this.schema).build();
+		this.definitions.forEach(template::declare);
+	}
+
+	/** Names of the queues that listeners may consume: the defined ones and their dead-letter queues. */
+	Set<String> knownQueues() {
+		Set<String> known = new LinkedHashSet<>();
+		for (QueueDefinition definition : this.definitions) {
+			known.add(definition.name());
+			known.add(definition.effectiveDeadLetterQueue());
+		}
+		return known;
+	}
+
+	/** Converts and validates {@code pgqueue.queues}, naming the property that is wrong. */
+	static List<QueueDefinition> definitions(Map<String, PgQueueProperties.Queue> queues) {
+		List<QueueDefinition> definitions = new ArrayList<>();
+		queues.forEach((name, queue) -> definitions.add(PgQueuePropertiesValidator.definition(name, queue)));
+		return definitions;
+	}
+
+}

@@ -36,6 +36,9 @@ public final class QueueTemplate implements QueueOperations {
 	/** The schema pgqueue's tables live in unless configured otherwise. */
 	public static final String DEFAULT_SCHEMA = "pgqueue";
 
+	/** The default payload limit: 1 MiB of JSON. */
+	public static final int DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
+
 	private static final int RECEIVE_ATTEMPTS = 16;
 
 	private final DataSource dataSource;
@@ -50,6 +53,8 @@ public final class QueueTemplate implements QueueOperations {
 
 	private volatile Integer namespace;
 
+	private final int maxPayloadBytes;
+
 	private QueueTemplate(Builder builder) {
 		this.dataSource = builder.dataSource;
 		this.jdbc = new JdbcTemplate(builder.dataSource);
@@ -57,6 +62,7 @@ public final class QueueTemplate implements QueueOperations {
 		this.converter = builder.converter;
 		this.meterRegistry = builder.meterRegistry;
 		this.namespace = builder.lockNamespace;
+		this.maxPayloadBytes = builder.maxPayloadBytes;
 	}
 
 	/** Starts building a template on {@code dataSource}. */
@@ -68,7 +74,7 @@ public final class QueueTemplate implements QueueOperations {
 	public long send(String queue, Object payload, SendOptions options) {
 		QueueNames.requireQueue(queue);
 		Objects.requireNonNull(options, "SendOptions must not be null");
-		String json = this.converter.write(requirePayload(payload, queue));
+		String json = checkSize(queue, this.converter.write(requirePayload(payload, queue)));
 		Long id = this.jdbc.execute(this.sql.send(), (PreparedStatement ps) -> {
 			bindOptions(ps, 1, queue, options);
 			ps.setString(2, json);
@@ -91,7 +97,7 @@ public final class QueueTemplate implements QueueOperations {
 		}
 		String[] json = new String[payloads.size()];
 		for (int i = 0; i < json.length; i++) {
-			json[i] = this.converter.write(requirePayload(payloads.get(i), queue));
+			json[i] = checkSize(queue, this.converter.write(requirePayload(payloads.get(i), queue)));
 		}
 		List<Long> ids = this.jdbc.execute(this.sql.sendBatch(), (PreparedStatement ps) -> {
 			// sendBatch's parameters: 1 queue, 2 headers, 3 priority, 4 not-before, 5 delay, 6 max, 7 payloads
@@ -125,11 +131,15 @@ public final class QueueTemplate implements QueueOperations {
 	@SuppressWarnings("unchecked")
 	public <T> Optional<Lease<T>> receive(String queue, Type payloadType) {
 		QueueNames.requireQueue(queue);
-		ConsumerSession session = ConsumerSession.open(this.dataSource, this.sql, namespace());
+		ConsumerSession session = openSession();
 		try {
 			for (int i = 0; i < RECEIVE_ATTEMPTS; i++) {
-				List<ClaimedMessage> claimed = session.claim(queue, 1).messages();
+				ConsumerSession.Claim claim = session.claim(queue, 1);
+				List<ClaimedMessage> claimed = claim.messages();
 				if (claimed.isEmpty()) {
+					if (claim.deadLettered() > 0) {
+						continue;
+					}
 					session.close();
 					return Optional.empty();
 				}
@@ -256,7 +266,17 @@ public final class QueueTemplate implements QueueOperations {
 
 	/** Opens a consumer session on a connection of its own. Internal: used by listener containers. */
 	public ConsumerSession openSession() {
-		return ConsumerSession.open(this.dataSource, this.sql, namespace());
+		return openSession(this.dataSource);
+	}
+
+	/** Opens a consumer session on {@code dataSource}. Internal: used by listener containers. */
+	public ConsumerSession openSession(DataSource dataSource) {
+		return ConsumerSession.open(dataSource, this.sql, namespace(), this.maxPayloadBytes);
+	}
+
+	/** The largest payload, in bytes of JSON, that is sent or read. */
+	public int maxPayloadBytes() {
+		return this.maxPayloadBytes;
 	}
 
 	/** The SQL of this template's schema. Internal: used by listener containers. */
@@ -270,6 +290,19 @@ public final class QueueTemplate implements QueueOperations {
 			.tag("queue", queue)
 			.register(this.meterRegistry)
 			.increment(count);
+	}
+
+	private String checkSize(String queue, String json) {
+		// UTF-8 is at most 3 bytes per UTF-16 char: count exactly only when it could matter.
+		if ((long) json.length() * 3 > this.maxPayloadBytes) {
+			int bytes = json.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+			if (bytes > this.maxPayloadBytes) {
+				throw new IllegalArgumentException("Payload for queue '" + queue + "' is " + bytes
+						+ " bytes of JSON, above the limit of " + this.maxPayloadBytes
+						+ " bytes; send a reference to the data instead, or raise pgqueue.max-payload-size");
+			}
+		}
+		return json;
 	}
 
 	private static Object requirePayload(Object payload, String queue) {
@@ -322,6 +355,8 @@ public final class QueueTemplate implements QueueOperations {
 
 		private MeterRegistry meterRegistry = new CompositeMeterRegistry();
 
+		private int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
+
 		private Builder(DataSource dataSource) {
 			this.dataSource = Objects.requireNonNull(dataSource, "DataSource must not be null");
 		}
@@ -348,6 +383,18 @@ public final class QueueTemplate implements QueueOperations {
 
 		public Builder meterRegistry(MeterRegistry meterRegistry) {
 			this.meterRegistry = Objects.requireNonNull(meterRegistry, "MeterRegistry must not be null");
+			return this;
+		}
+
+		/**
+		 * The largest payload in bytes of JSON: larger sends are rejected, and a consumer
+		 * dead-letters a larger message without reading it. Default 1 MiB.
+		 */
+		public Builder maxPayloadBytes(int maxPayloadBytes) {
+			if (maxPayloadBytes < 1) {
+				throw new IllegalArgumentException("Max payload bytes must be at least 1, was " + maxPayloadBytes);
+			}
+			this.maxPayloadBytes = maxPayloadBytes;
 			return this;
 		}
 

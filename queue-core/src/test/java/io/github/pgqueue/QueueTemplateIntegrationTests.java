@@ -288,6 +288,30 @@ class QueueTemplateIntegrationTests {
 	}
 
 	@Test
+	void payloadAboveTheLimitIsRejectedAtSendAndNothingIsWritten() {
+		QueueTemplate small = QueueTemplate.builder(this.dataSource).maxPayloadBytes(100).build();
+		assertThatIllegalArgumentException().isThrownBy(() -> small.send("big", "x".repeat(200)))
+			.withMessageContaining("Payload for queue 'big' is 202 bytes of JSON, above the limit of 100 bytes");
+		assertThatIllegalArgumentException().isThrownBy(() -> small.sendBatch("big", List.of("ok", "é".repeat(60))));
+		assertThat(countMessages()).isZero();
+		assertThat(small.send("big", "x".repeat(98))).isPositive();
+	}
+
+	@Test
+	void payloadAboveTheLimitIsDeadLetteredAtConsumeWithoutBeingRead() {
+		this.template.send("big", "x".repeat(500));
+		long small = this.template.send("big", "ok");
+		QueueTemplate strict = QueueTemplate.builder(this.dataSource).maxPayloadBytes(100).build();
+		try (Lease<String> lease = strict.receive("big", String.class).orElseThrow()) {
+			assertThat(lease.message().id()).isEqualTo(small);
+			lease.ack();
+		}
+		assertThat(this.jdbc.queryForObject("SELECT last_error FROM pgqueue.message WHERE queue = 'big.dlq'",
+				String.class)).isEqualTo("Payload is 502 bytes, above the consumer's limit of 100 bytes "
+						+ "(pgqueue.max-payload-size); it was not read");
+	}
+
+	@Test
 	void payloadNamingAClassIsReadAsThePlainDeclaredType() {
 		this.jdbc.update("INSERT INTO pgqueue.message (queue, payload) VALUES ('typed', "
 				+ "'[\"java.lang.ProcessBuilder\", {\"command\": [\"false\"]}]')");

@@ -9,7 +9,12 @@ import java.time.Instant;
  */
 public record ClaimedMessage(long id, String queue, String payloadJson, String headersJson, int priority,
 		int attempt, Instant createdAt, int maxAttempts, String deadLetterQueue, long backoffInitialMs,
-		double backoffMultiplier, long backoffMaxMs, String lastError) {
+		double backoffMultiplier, long backoffMaxMs, String lastError, int payloadBytes) {
+
+	/** Whether the payload was above the limit and so not read: {@link #payloadJson()} is null. */
+	public boolean oversized() {
+		return this.payloadJson == null;
+	}
 
 	/** Whether the attempts are used up: the claims before this one all ended without an ack. */
 	public boolean exhausted() {

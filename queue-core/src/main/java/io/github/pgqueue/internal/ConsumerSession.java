@@ -44,12 +44,16 @@ public final class ConsumerSession implements AutoCloseable {
 
 	private final int backendPid;
 
+	private final int maxPayloadBytes;
+
 	private final Set<Long> held = new LinkedHashSet<>();
 
 	private boolean lost;
 
-	private ConsumerSession(Connection connection, QueueSql sql, int namespace) throws SQLException {
+	private ConsumerSession(Connection connection, QueueSql sql, int namespace, int maxPayloadBytes)
+			throws SQLException {
 		this.connection = connection;
+		this.maxPayloadBytes = maxPayloadBytes;
 		this.sql = sql;
 		this.namespace = namespace;
 		if (!connection.getAutoCommit()) {
@@ -61,12 +65,15 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 	}
 
-	/** Opens a session on a connection of its own from {@code dataSource}. */
-	public static ConsumerSession open(DataSource dataSource, QueueSql sql, int namespace) {
+	/**
+	 * Opens a session on a connection of its own from {@code dataSource}; payloads above
+	 * {@code maxPayloadBytes} are dead-lettered at claim time without being read.
+	 */
+	public static ConsumerSession open(DataSource dataSource, QueueSql sql, int namespace, int maxPayloadBytes) {
 		Connection connection = null;
 		try {
 			connection = dataSource.getConnection();
-			return new ConsumerSession(connection, sql, namespace);
+			return new ConsumerSession(connection, sql, namespace, maxPayloadBytes);
 		}
 		catch (SQLException ex) {
 			closeQuietly(connection, ex);
@@ -91,7 +98,8 @@ public final class ConsumerSession implements AutoCloseable {
 
 	/**
 	 * Claims up to {@code max} visible messages of {@code queue} in priority order, counting an
-	 * attempt on each. Messages whose attempts are used up are dead-lettered here and not returned.
+	 * attempt on each. Messages whose attempts are used up, or whose payload is above the limit, are
+	 * dead-lettered here and not returned.
 	 */
 	public Claim claim(String queue, int max) {
 		if (!this.held.isEmpty()) {
@@ -121,14 +129,21 @@ public final class ConsumerSession implements AutoCloseable {
 			Map<Long, ClaimedMessage> rechecked = recheck(queue, locked);
 			List<Long> gone = new ArrayList<>();
 			List<ClaimedMessage> deliverable = new ArrayList<>(rechecked.size());
-			List<ClaimedMessage> exhausted = new ArrayList<>();
+			List<DeadLetter> letters = new ArrayList<>();
 			for (Long id : locked) {
 				ClaimedMessage message = rechecked.get(id);
 				if (message == null) {
 					gone.add(id);
 				}
+				else if (message.oversized()) {
+					letters.add(DeadLetter.of(message, "Payload is " + message.payloadBytes()
+							+ " bytes, above the consumer's limit of " + this.maxPayloadBytes
+							+ " bytes (pgqueue.max-payload-size); it was not read"));
+				}
 				else if (message.exhausted()) {
-					exhausted.add(message);
+					letters.add(DeadLetter.of(message, "Dead-lettered after " + message.maxAttempts()
+							+ " attempts, the last ones ended without an ack (consumer died or its session ended)"
+							+ ((message.lastError() != null) ? "; last error: " + message.lastError() : "")));
 				}
 				else {
 					deliverable.add(message);
@@ -137,16 +152,10 @@ public final class ConsumerSession implements AutoCloseable {
 			if (!gone.isEmpty()) {
 				release(gone);
 			}
-			if (!exhausted.isEmpty()) {
-				List<DeadLetter> letters = new ArrayList<>(exhausted.size());
-				for (ClaimedMessage message : exhausted) {
-					letters.add(DeadLetter.of(message, "Dead-lettered after " + message.maxAttempts()
-							+ " attempts, the last ones ended without an ack (consumer died or its session ended)"
-							+ ((message.lastError() != null) ? "; last error: " + message.lastError() : "")));
-				}
+			if (!letters.isEmpty()) {
 				deadLetter(letters);
 			}
-			return new Claim(deliverable, exhausted.size());
+			return new Claim(deliverable, letters.size());
 		}
 		catch (SQLException ex) {
 			throw failure("claim from queue '" + queue + "'", ex);
@@ -158,6 +167,7 @@ public final class ConsumerSession implements AutoCloseable {
 		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.recheck())) {
 			ps.setArray(1, longArray(ids));
 			ps.setString(2, queue);
+			ps.setInt(3, this.maxPayloadBytes);
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {
 					long id = rs.getLong(1);
@@ -165,7 +175,7 @@ public final class ConsumerSession implements AutoCloseable {
 					rows.put(id, new ClaimedMessage(id, queue, rs.getString(2), rs.getString(3), rs.getInt(4),
 							rs.getInt(5), rs.getTimestamp(6).toInstant(), rs.getInt(7),
 							(dlq != null) ? dlq : QueueNames.defaultDeadLetterQueue(queue), rs.getLong(9),
-							rs.getDouble(10), rs.getLong(11), rs.getString(12)));
+							rs.getDouble(10), rs.getLong(11), rs.getString(12), rs.getInt(13)));
 				}
 			}
 		}

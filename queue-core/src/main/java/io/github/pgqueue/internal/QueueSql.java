@@ -99,25 +99,30 @@ public final class QueueSql {
 				 WHERE pg_try_advisory_lock(?, c.id::bit(32)::int4)
 				 LIMIT ?""".formatted(s);
 
-		// 1 ids, 2 queue. The re-check, in a new statement and so a new snapshot: the claim's
+		// 1 ids, 2 queue, 3 payload limit in bytes. The re-check, in a new statement and so a new snapshot: the claim's
 		// snapshot can still show a row that another consumer acked and unlocked a moment ago.
 		// Rows acked, dead-lettered or moved back in time since are not returned and must be
 		// unlocked by the caller. It also counts the attempt, so a message that kills its
 		// consumer is dead-lettered after max attempts. The policy columns come from the
-		// queue's definition, or the defaults.
+		// queue's definition, or the defaults. A payload above the limit is not sent to the client:
+		// its text is null and its size says why.
 		this.recheck = """
 				WITH claimed AS (
 				    UPDATE %1$s.message SET attempts = attempts + 1
 				     WHERE id = ANY(?) AND queue = ? AND visible_at <= now()
 				    RETURNING id, queue, payload, headers, priority, attempts, max_attempts, created_at, last_error)
-				SELECT c.id, c.payload::text, c.headers::text, c.priority, c.attempts, c.created_at,
+				SELECT c.id, CASE WHEN octet_length(p.text) <= ? THEN p.text END, c.headers::text, c.priority,
+				       c.attempts, c.created_at,
 				       COALESCE(c.max_attempts, q.max_attempts, 5),
 				       q.dead_letter_queue,
 				       COALESCE(q.backoff_initial_ms, 1000),
 				       COALESCE(q.backoff_multiplier, 2.0),
 				       COALESCE(q.backoff_max_ms, 600000),
-				       c.last_error
-				  FROM claimed c LEFT JOIN %1$s.queue q ON q.name = c.queue""".formatted(s);
+				       c.last_error,
+				       octet_length(p.text)
+				  FROM claimed c
+				 CROSS JOIN LATERAL (SELECT c.payload::text AS text) p
+				  LEFT JOIN %1$s.queue q ON q.name = c.queue""".formatted(s);
 
 		// 1 ids, 2 backend pid of the claiming session, 3 namespace. The pid guard fences a lease
 		// whose session died: on any other session the statement deletes nothing. The unlock runs

@@ -61,8 +61,7 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 	public synchronized void registerListenerEndpoint(QueueListenerEndpoint endpoint) {
 		Assert.state(!this.containers.containsKey(endpoint.id()), () -> "Another @QueueListener already has id '"
 				+ endpoint.id() + "'; give each listener a unique id");
-		Supplier<ConsumerSession> sessions = () -> ConsumerSession.open(this.consumerDataSource, this.template.sql(),
-				this.template.lockNamespace());
+		Supplier<ConsumerSession> sessions = () -> this.template.openSession(this.consumerDataSource);
 		QueueListenerContainer container = new QueueListenerContainer(endpoint, sessions,
 				this.template.payloadConverter(), this.metrics);
 		this.containers.put(endpoint.id(), container);

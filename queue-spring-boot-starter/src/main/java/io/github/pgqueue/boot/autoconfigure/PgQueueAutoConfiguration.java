@@ -58,6 +58,7 @@ public final class PgQueueAutoConfiguration {
 		return QueueTemplate.builder(dataSource)
 			.schema(properties.getSchema())
 			.lockNamespace(properties.getLockNamespace())
+			.maxPayloadBytes((int) Math.min(Integer.MAX_VALUE, properties.getMaxPayloadSize().toBytes()))
 			.payloadConverter(converter)
 			.meterRegistry(meterRegistry.getIfAvailable(CompositeMeterRegistry::new))
 			.build();

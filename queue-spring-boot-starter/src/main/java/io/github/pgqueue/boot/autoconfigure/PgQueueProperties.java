@@ -7,6 +7,8 @@ import java.util.Map;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 
+import org.springframework.util.unit.DataSize;
+
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
@@ -23,6 +25,9 @@ public class PgQueueProperties {
 
 	/** First int4 of every advisory lock key; by default the oid of the message table. */
 	private Integer lockNamespace;
+
+	/** Largest payload as JSON: larger sends fail, and consumers dead-letter larger messages without reading them. */
+	private DataSize maxPayloadSize = DataSize.ofBytes(QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
 
 	/** Defaults for every {@code @QueueListener}. */
 	private final Listener listener = new Listener();
@@ -52,6 +57,14 @@ public class PgQueueProperties {
 
 	public void setLockNamespace(Integer lockNamespace) {
 		this.lockNamespace = lockNamespace;
+	}
+
+	public DataSize getMaxPayloadSize() {
+		return this.maxPayloadSize;
+	}
+
+	public void setMaxPayloadSize(DataSize maxPayloadSize) {
+		this.maxPayloadSize = maxPayloadSize;
 	}
 
 	public Listener getListener() {

@@ -19,6 +19,10 @@ final class PgQueuePropertiesValidator {
 			throw new InvalidConfigurationPropertyValueException("pgqueue.schema", properties.getSchema(),
 					ex.getMessage());
 		}
+		if (properties.getMaxPayloadSize() == null || properties.getMaxPayloadSize().toBytes() < 1) {
+			throw new InvalidConfigurationPropertyValueException("pgqueue.max-payload-size",
+					properties.getMaxPayloadSize(), "Use a positive size such as 1MB");
+		}
 		PgQueueProperties.Listener listener = properties.getListener();
 		if (listener.getBatchSize() < 1) {
 			throw new InvalidConfigurationPropertyValueException("pgqueue.listener.batch-size",

@@ -1,0 +1,4 @@
+/**
+ * The API of pgqueue: send, receive, cancel and inspect messages of PostgreSQL-backed queues.
+ */
+package io.github.pgqueue;

@@ -204,9 +204,10 @@ public final class PollLoop implements Runnable {
 			action = FailureAction.retry(message.backoff());
 		}
 		if (action.isRetry()) {
-			logger.warn("Listener '{}' failed on message {} of queue '{}' (attempt {} of {}); retrying in {} ms",
+			logger.warn("Listener '{}' failed on message {} of queue '{}' (attempt {} of {}); retrying in {} ms: {}",
 					this.endpoint.id(), message.id(), message.queue(), message.attempt(), message.maxAttempts(),
-					action.retryDelay().toMillis(), error);
+					action.retryDelay().toMillis(), DefaultQueueErrorHandler.describe(error));
+			logger.debug("Failure of message {} in listener '{}'", message.id(), this.endpoint.id(), error);
 			ack.retry(action.retryDelay(), DefaultQueueErrorHandler.describe(error));
 		}
 		else {

@@ -55,6 +55,8 @@ public final class QueueTemplate implements QueueOperations {
 
 	private final int maxPayloadBytes;
 
+	private final java.util.Map<String, Counter> sentCounters = new java.util.concurrent.ConcurrentHashMap<>();
+
 	private QueueTemplate(Builder builder) {
 		this.dataSource = builder.dataSource;
 		this.jdbc = new JdbcTemplate(builder.dataSource);
@@ -197,7 +199,7 @@ public final class QueueTemplate implements QueueOperations {
 			double oldest = rs.getDouble(5);
 			return new QueueStats(queue, rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4),
 					Duration.ofMillis((long) (oldest * 1000)));
-		}, dlq, ns, queue);
+		}, queue, ns, queue, queue, dlq, queue);
 	}
 
 	@Override
@@ -285,11 +287,10 @@ public final class QueueTemplate implements QueueOperations {
 	}
 
 	private void sent(String queue, int count) {
-		Counter.builder("pgqueue.messages.sent")
+		this.sentCounters.computeIfAbsent(queue, (name) -> Counter.builder("pgqueue.messages.sent")
 			.description("Messages sent")
-			.tag("queue", queue)
-			.register(this.meterRegistry)
-			.increment(count);
+			.tag("queue", name)
+			.register(this.meterRegistry)).increment(count);
 	}
 
 	private String checkSize(String queue, String json) {

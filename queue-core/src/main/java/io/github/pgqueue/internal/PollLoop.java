@@ -40,6 +40,13 @@ public final class PollLoop implements Runnable {
 
 	private final ListenerMetrics metrics;
 
+	/** How much longer than the poll interval an idle follower sleeps when nothing wakes it. */
+	private static final int FOLLOWER_IDLE_FACTOR = 10;
+
+	private final boolean leader;
+
+	private final Runnable wakeSiblings;
+
 	private final Semaphore wakeUp = new Semaphore(0);
 
 	private final RetryBackoff backoff = new RetryBackoff();
@@ -52,8 +59,16 @@ public final class PollLoop implements Runnable {
 
 	private int nextQueue;
 
+	/**
+	 * @param leader whether this poller polls every poll interval when idle; the others (followers)
+	 * wait for a notification, or for a sibling that found a full batch, so that an idle listener
+	 * costs about one statement per poll interval whatever its concurrency
+	 * @param wakeSiblings wakes every poller of the same listener
+	 */
 	public PollLoop(QueueListenerEndpoint endpoint, Supplier<ConsumerSession> sessions, PayloadConverter converter,
-			ListenerMetrics metrics) {
+			ListenerMetrics metrics, boolean leader, Runnable wakeSiblings) {
+		this.leader = leader;
+		this.wakeSiblings = wakeSiblings;
 		this.endpoint = endpoint;
 		this.sessions = sessions;
 		this.converter = converter;
@@ -95,7 +110,8 @@ public final class PollLoop implements Runnable {
 					}
 					this.backoff.reset();
 					if (!found) {
-						await(this.endpoint.pollInterval());
+						await(this.leader ? this.endpoint.pollInterval()
+								: this.endpoint.pollInterval().multipliedBy(FOLLOWER_IDLE_FACTOR));
 					}
 				}
 				catch (InterruptedException ex) {
@@ -140,6 +156,9 @@ public final class PollLoop implements Runnable {
 			this.metrics.processed(queue, Outcome.DEAD, claim.deadLettered());
 			if (!claim.messages().isEmpty()) {
 				found = true;
+				if (claim.messages().size() == this.endpoint.batchSize()) {
+					this.wakeSiblings.run();
+				}
 				dispatch(queue, claim.messages());
 			}
 		}

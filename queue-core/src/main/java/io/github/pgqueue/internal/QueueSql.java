@@ -172,21 +172,27 @@ public final class QueueSql {
 		// 1 queue, 2 id.
 		this.exists = "SELECT EXISTS (SELECT 1 FROM %s.message WHERE queue = ? AND id = ?)".formatted(s);
 
-		// 1 namespace, 2 queue, 3 dead-letter queue, 4 queue. In flight = held by an advisory
-		// lock of our namespace right now.
+		// 1 queue, 2 namespace, 3 queue, 4 queue, 5 dead-letter queue. In flight = held right now by
+		// an advisory lock of our namespace. The held ids are found from pg_locks (a handful of
+		// rows) through the primary key: every id whose fold is a held key, so the cost does not
+		// grow with the queue. The counts themselves read the queue's part of the claim index.
 		this.stats = """
-				SELECT count(*) FILTER (WHERE m.visible_at <= now() AND NOT m.held),
-				       count(*) FILTER (WHERE m.visible_at > now() AND NOT m.held),
-				       count(*) FILTER (WHERE m.held),
-				       (SELECT count(*) FROM %1$s.message d WHERE d.queue = ?),
-				       extract(epoch FROM now() - min(m.created_at) FILTER (WHERE m.visible_at <= now() AND NOT m.held))
-				  FROM (SELECT x.visible_at, x.created_at,
-				               EXISTS (SELECT 1 FROM pg_locks l
-				                        WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted
-				                          AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-				                          AND l.classid = ?::int4::oid
-				                          AND l.objid = (x.id::bit(32)::int4)::oid) AS held
-				          FROM %1$s.message x WHERE x.queue = ?) m""".formatted(s);
+				WITH held AS (
+				    SELECT m.id FROM %1$s.message m
+				     WHERE m.queue = ? AND m.id IN (
+				           SELECT l.objid::bigint + s.n * 4294967296
+				             FROM pg_locks l
+				            CROSS JOIN generate_series(0, COALESCE((SELECT max(id) FROM %1$s.message), 0) >> 32) AS s(n)
+				            WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted
+				              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+				              AND l.classid = ?::int4::oid))
+				SELECT (SELECT count(*) FROM %1$s.message WHERE queue = ? AND visible_at <= now())
+				           - (SELECT count(*) FROM held),
+				       (SELECT count(*) FROM %1$s.message WHERE queue = ? AND visible_at > now()),
+				       (SELECT count(*) FROM held),
+				       (SELECT count(*) FROM %1$s.message WHERE queue = ?),
+				       (SELECT extract(epoch FROM now() - min(m.created_at)) FROM %1$s.message m
+				         WHERE m.queue = ? AND m.visible_at <= now() AND m.id NOT IN (SELECT id FROM held))""".formatted(s);
 
 		// 1 name, 2 max attempts, 3 backoff initial ms, 4 multiplier, 5 backoff max ms, 6 dlq.
 		this.upsertQueue = """

@@ -69,7 +69,8 @@ public final class QueueListenerContainer {
 			this.loops.clear();
 			this.threads.clear();
 			for (int i = 0; i < this.endpoint.concurrency(); i++) {
-				PollLoop loop = new PollLoop(this.endpoint, this.sessions, this.converter, this.metrics);
+				PollLoop loop = new PollLoop(this.endpoint, this.sessions, this.converter, this.metrics, i == 0,
+						this::wakeAll);
 				Thread thread = new Thread(loop, "pgqueue-" + this.endpoint.id() + "-" + i);
 				this.loops.add(loop);
 				this.threads.add(thread);

@@ -201,6 +201,53 @@ class QueueListenerContainerIntegrationTests {
 	}
 
 	@Test
+	void idleListenerPollsAboutOncePerPollIntervalWhateverItsConcurrency() throws Exception {
+		AtomicInteger claims = new AtomicInteger();
+		javax.sql.DataSource counting = countingClaims(this.consumerPool, claims);
+		QueueListenerEndpointRegistry idle = new QueueListenerEndpointRegistry(this.template, counting,
+				Duration.ofSeconds(5));
+		idle.registerListenerEndpoint(new QueueListenerEndpoint("idle-cost", List.of("idle-cost"), 4, AckMode.AUTO,
+				true, Integer.class, (message, ack) -> {
+				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(200)));
+		idle.start();
+		try {
+			Thread.sleep(500); // every poller's first claim is done
+			int before = claims.get();
+			Thread.sleep(2000);
+			int during = claims.get() - before;
+			// the leader polls every 200 ms: about 10; the three followers sleep ten intervals
+			assertThat(during).as("claims in 2 s").isBetween(8, 16);
+		}
+		finally {
+			idle.stop();
+		}
+	}
+
+	private static javax.sql.DataSource countingClaims(javax.sql.DataSource target, AtomicInteger claims) {
+		return (javax.sql.DataSource) java.lang.reflect.Proxy.newProxyInstance(
+				QueueListenerContainerIntegrationTests.class.getClassLoader(), new Class<?>[] { javax.sql.DataSource.class },
+				(proxy, method, args) -> {
+					Object result = method.invoke(target, args);
+					if (!(result instanceof java.sql.Connection connection)) {
+						return result;
+					}
+					return java.lang.reflect.Proxy.newProxyInstance(
+							QueueListenerContainerIntegrationTests.class.getClassLoader(),
+							new Class<?>[] { java.sql.Connection.class }, (p, m, a) -> {
+								if (m.getName().equals("prepareStatement") && ((String) a[0]).contains("pg_try_advisory_lock")) {
+									claims.incrementAndGet();
+								}
+								try {
+									return m.invoke(connection, a);
+								}
+								catch (java.lang.reflect.InvocationTargetException ex) {
+									throw ex.getCause();
+								}
+							});
+				});
+	}
+
+	@Test
 	void gracefulStopFinishesRunningHandlersStartsNoNewOneAndReleasesTheRest() throws Exception {
 		CountDownLatch inHandler = new CountDownLatch(1);
 		AtomicInteger started = new AtomicInteger();

@@ -29,6 +29,19 @@ public interface QueueOperations {
 	List<Long> sendBatch(String queue, List<?> payloads, SendOptions options);
 
 	/**
+	 * Sends {@code payload} to every queue bound to {@code exchange} whose binding matches
+	 * {@code routingKey}, in one statement, and returns how many queues got it (0: no binding
+	 * matched). The messages carry the headers {@code pgqueue-exchange} and {@code pgqueue-routing-key}.
+	 * @throws IllegalArgumentException if the exchange is not declared
+	 */
+	default int publish(String exchange, String routingKey, Object payload) {
+		return publish(exchange, routingKey, payload, SendOptions.DEFAULTS);
+	}
+
+	/** As {@link #publish(String, String, Object)}, with {@code options}. */
+	int publish(String exchange, String routingKey, Object payload, SendOptions options);
+
+	/**
 	 * Claims the next visible message of {@code queue}, if any, holding it on a database session
 	 * of its own until the returned lease is completed or closed.
 	 */
@@ -45,6 +58,9 @@ public interface QueueOperations {
 
 	/** Creates or updates the definition of a queue. */
 	void declare(QueueDefinition definition);
+
+	/** Creates or updates an exchange; its bindings become exactly the ones given. */
+	void declare(ExchangeDefinition definition);
 
 	/**
 	 * Moves up to {@code max} messages from the dead-letter queue of {@code queue} back to it, with

@@ -125,6 +125,43 @@ public final class QueueTemplate implements QueueOperations {
 	}
 
 	@Override
+	public int publish(String exchange, String routingKey, Object payload, SendOptions options) {
+		QueueNames.requireQueue(exchange);
+		Objects.requireNonNull(routingKey, "Routing key must not be null");
+		Objects.requireNonNull(options, "SendOptions must not be null");
+		String json = checkSize(exchange, this.converter.write(requirePayload(payload, exchange)));
+		java.util.Map<String, String> headers = new java.util.LinkedHashMap<>(options.headers());
+		headers.put("pgqueue-exchange", exchange);
+		headers.put("pgqueue-routing-key", routingKey);
+		List<String> queues = new ArrayList<>();
+		Integer routed = this.jdbc.execute(this.sql.publish(), (PreparedStatement ps) -> {
+			ps.setString(1, json);
+			ps.setString(2, Headers.write(headers));
+			ps.setInt(3, options.priority());
+			setNotBefore(ps, 4, options);
+			ps.setLong(5, options.delay().toMillis());
+			setMaxAttempts(ps, 6, options);
+			ps.setString(7, exchange);
+			ps.setString(8, routingKey);
+			int count = 0;
+			try (ResultSet rs = ps.executeQuery()) {
+				while (rs.next()) {
+					count++;
+				}
+			}
+			return count;
+		});
+		if (routed == null || routed == 0) {
+			if (!Boolean.TRUE.equals(this.jdbc.queryForObject(this.sql.exchangeExists(), Boolean.class, exchange))) {
+				throw new IllegalArgumentException("Exchange '" + exchange + "' is not declared; declare it under "
+						+ "pgqueue.exchanges or with declare(ExchangeDefinition)");
+			}
+			return 0;
+		}
+		return routed;
+	}
+
+	@Override
 	public <T> Optional<Lease<T>> receive(String queue, Class<T> payloadType) {
 		return receive(queue, (Type) payloadType);
 	}
@@ -207,6 +244,34 @@ public final class QueueTemplate implements QueueOperations {
 		this.jdbc.update(this.sql.upsertQueue(), definition.name(), definition.maxAttempts(),
 				definition.backoffInitial().toMillis(), definition.backoffMultiplier(),
 				definition.backoffMax().toMillis(), definition.deadLetterQueue());
+	}
+
+	@Override
+	public void declare(ExchangeDefinition definition) {
+		int n = definition.bindings().size();
+		String[] queues = new String[n];
+		String[] keys = new String[n];
+		String[] regexes = new String[n];
+		for (int i = 0; i < n; i++) {
+			ExchangeDefinition.Binding binding = definition.bindings().get(i);
+			queues[i] = binding.queue();
+			keys[i] = (definition.type() == ExchangeDefinition.Type.FANOUT) ? "" : binding.routingKey();
+			regexes[i] = binding.keyRegex(definition.type(), definition.name());
+		}
+		String type = definition.type().name().toLowerCase(java.util.Locale.ROOT);
+		this.jdbc.execute(this.sql.declareExchange(), (PreparedStatement ps) -> {
+			java.sql.Connection connection = ps.getConnection();
+			ps.setString(1, definition.name());
+			ps.setString(2, type);
+			ps.setString(3, definition.name());
+			ps.setArray(4, connection.createArrayOf("text", queues));
+			ps.setArray(5, connection.createArrayOf("text", keys));
+			ps.setArray(6, connection.createArrayOf("text", regexes));
+			ps.setString(7, definition.name());
+			ps.setArray(8, connection.createArrayOf("text", queues));
+			ps.setArray(9, connection.createArrayOf("text", keys));
+			return ps.executeUpdate();
+		});
 	}
 
 	@Override

@@ -47,6 +47,12 @@ public final class QueueSql {
 
 	private final String declaredQueues;
 
+	private final String publish;
+
+	private final String exchangeExists;
+
+	private final String declareExchange;
+
 	private final String schema;
 
 	public QueueSql(String schema) {
@@ -225,6 +231,37 @@ public final class QueueSql {
 				    RETURNING m.id)
 				SELECT count(*) FROM moved CROSS JOIN pg_notify(?, ?) AS woken""".formatted(s);
 
+		// 1 payload, 2 headers, 3 priority, 4 not-before, 5 delay ms, 6 max attempts, 7 exchange,
+		// 8 routing key. One message per matching queue, in one statement; every binding's key is
+		// stored as a regular expression over '.' || routing key (fanout: the empty one).
+		this.publish = """
+				INSERT INTO %1$s.message (queue, payload, headers, priority, visible_at, max_attempts)
+				SELECT q.queue, ?::jsonb, ?::jsonb, ?, COALESCE(?, now() + ? * interval '1 millisecond'), ?
+				  FROM (SELECT DISTINCT b.queue FROM %1$s.binding b
+				         WHERE b.exchange = ? AND ('.' || ?) ~ b.key_regex) q
+				RETURNING id""".formatted(s);
+
+		// 1 exchange.
+		this.exchangeExists = "SELECT EXISTS (SELECT 1 FROM %s.exchange WHERE name = ?)".formatted(s);
+
+		// 1 exchange, 2 type, 3 exchange, 4 queues, 5 keys, 6 regexes, 7 exchange, 8 queues, 9 keys.
+		// Upserts the exchange and its bindings and deletes the bindings no longer declared, in one
+		// statement (the foreign key is checked at its end, after the exchange row exists).
+		this.declareExchange = """
+				WITH exchange AS (
+				    INSERT INTO %1$s.exchange AS e (name, type) VALUES (?, ?)
+				    ON CONFLICT (name) DO UPDATE SET type = excluded.type, updated_at = now()
+				    RETURNING e.name),
+				bound AS (
+				    INSERT INTO %1$s.binding AS b (exchange, queue, routing_key, key_regex)
+				    SELECT ?, n.queue, n.routing_key, n.key_regex
+				      FROM unnest(?::text[], ?::text[], ?::text[]) AS n(queue, routing_key, key_regex)
+				    ON CONFLICT (exchange, queue, routing_key) DO UPDATE SET key_regex = excluded.key_regex
+				    RETURNING b.queue)
+				DELETE FROM %1$s.binding o
+				 WHERE o.exchange = ?
+				   AND (o.queue, o.routing_key) NOT IN (SELECT * FROM unnest(?::text[], ?::text[]))""".formatted(s);
+
 		this.backendPid = "SELECT pg_backend_pid()";
 
 		// 1 queue.
@@ -295,6 +332,18 @@ public final class QueueSql {
 
 	public String backendPid() {
 		return this.backendPid;
+	}
+
+	public String publish() {
+		return this.publish;
+	}
+
+	public String exchangeExists() {
+		return this.exchangeExists;
+	}
+
+	public String declareExchange() {
+		return this.declareExchange;
 	}
 
 	public String declaredQueues() {

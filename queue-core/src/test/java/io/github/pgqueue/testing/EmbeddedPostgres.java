@@ -102,9 +102,9 @@ public final class EmbeddedPostgres {
 		return new HikariDataSource(config);
 	}
 
-	/** Deletes every message and queue definition; ids start again at 1. */
+	/** Deletes every message, queue and exchange definition; ids start again at 1. */
 	public void reset() {
-		execute("TRUNCATE pgqueue.message, pgqueue.queue RESTART IDENTITY");
+		execute("TRUNCATE pgqueue.message, pgqueue.queue, pgqueue.binding, pgqueue.exchange RESTART IDENTITY");
 	}
 
 	/** Runs {@code sql} on a fresh connection. */

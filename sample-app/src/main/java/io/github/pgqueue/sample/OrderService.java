@@ -8,7 +8,10 @@ import io.github.pgqueue.SendOptions;
 import org.springframework.stereotype.Service;
 import org.springframework.transaction.annotation.Transactional;
 
-/** Accepts orders: one transaction sends each to billing and to emails, so both get it or neither does. */
+/**
+ * Accepts orders: each is published to the {@code orders} exchange, which routes it to the billing
+ * and email queues (see application.yml), inside the caller's transaction.
+ */
 @Service
 public class OrderService {
 
@@ -22,8 +25,8 @@ public class OrderService {
 	public Order place(Order request) {
 		Order order = new Order((request.id() != null) ? request.id() : UUID.randomUUID().toString().substring(0, 8),
 				request.item(), request.quantity(), request.amount(), request.email());
-		this.queues.send("billing", order, SendOptions.builder().header("order-id", order.id()).build());
-		this.queues.send("emails", order, SendOptions.builder().header("order-id", order.id()).build());
+		this.queues.publish("orders", "order.created", order,
+				SendOptions.builder().header("order-id", order.id()).build());
 		return order;
 	}
 

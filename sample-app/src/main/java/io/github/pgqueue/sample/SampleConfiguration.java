@@ -68,7 +68,7 @@ class SampleConfiguration {
 		String email = bounce ? "customer" + n + "@bounce.example" : "customer" + n + "@example.com";
 		Order order = orders.place(new Order("gen-" + n, ITEMS.get((int) (n % ITEMS.size())), 1 + (int) (n % 3),
 				BigDecimal.valueOf(5 + n % 20), email));
-		logger.info("sent     order {} to billing and emails", order.id());
+		logger.info("sent     order {} to exchange orders (routed to billing and emails)", order.id());
 	}
 
 	private void progress(MeterRegistry meters) {

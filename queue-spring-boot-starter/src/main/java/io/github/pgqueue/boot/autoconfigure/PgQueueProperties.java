@@ -1,9 +1,12 @@
 package io.github.pgqueue.boot.autoconfigure;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
+import io.github.pgqueue.ExchangeDefinition;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 
@@ -34,6 +37,17 @@ public class PgQueueProperties {
 
 	/** The queues of the application, by name; listeners may only consume these and their dead-letter queues. */
 	private Map<String, Queue> queues = new LinkedHashMap<>();
+
+	/** Exchanges by name: publish routes a message to every bound queue whose binding matches. */
+	private Map<String, Exchange> exchanges = new LinkedHashMap<>();
+
+	public Map<String, Exchange> getExchanges() {
+		return this.exchanges;
+	}
+
+	public void setExchanges(Map<String, Exchange> exchanges) {
+		this.exchanges = exchanges;
+	}
 
 	public boolean isEnabled() {
 		return this.enabled;
@@ -218,6 +232,60 @@ public class PgQueueProperties {
 
 		public void setMax(Duration max) {
 			this.max = max;
+		}
+
+	}
+
+	/** One exchange. */
+	public static class Exchange {
+
+		/** How routing keys are matched: fanout, direct or topic. */
+		private ExchangeDefinition.Type type = ExchangeDefinition.Type.FANOUT;
+
+		/** The queues the exchange routes to. */
+		private List<Binding> bindings = new ArrayList<>();
+
+		public ExchangeDefinition.Type getType() {
+			return this.type;
+		}
+
+		public void setType(ExchangeDefinition.Type type) {
+			this.type = type;
+		}
+
+		public List<Binding> getBindings() {
+			return this.bindings;
+		}
+
+		public void setBindings(List<Binding> bindings) {
+			this.bindings = bindings;
+		}
+
+	}
+
+	/** A queue bound to an exchange. */
+	public static class Binding {
+
+		/** The bound queue; it must be declared under pgqueue.queues. */
+		private String queue;
+
+		/** The routing key (direct) or pattern (topic, '*' one word, '#' any number); unused for fanout. */
+		private String routingKey = "";
+
+		public String getQueue() {
+			return this.queue;
+		}
+
+		public void setQueue(String queue) {
+			this.queue = queue;
+		}
+
+		public String getRoutingKey() {
+			return this.routingKey;
+		}
+
+		public void setRoutingKey(String routingKey) {
+			this.routingKey = routingKey;
 		}
 
 	}

@@ -1,5 +1,10 @@
 package io.github.pgqueue.boot.autoconfigure;
 
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+
+import io.github.pgqueue.ExchangeDefinition;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueNames;
 
@@ -42,6 +47,37 @@ final class PgQueuePropertiesValidator {
 					listener.getShutdownTimeout(), "Use a duration of zero or more, such as 30s");
 		}
 		properties.getQueues().forEach(PgQueuePropertiesValidator::definition);
+		properties.getExchanges().forEach((name, exchange) -> exchange(name, exchange, properties.getQueues().keySet()));
+	}
+
+	static ExchangeDefinition exchange(String name, PgQueueProperties.Exchange exchange, Set<String> queues) {
+		String prefix = "pgqueue.exchanges." + name;
+		try {
+			QueueNames.requireQueue(name);
+		}
+		catch (IllegalArgumentException ex) {
+			throw new InvalidConfigurationPropertyValueException(prefix, name, ex.getMessage());
+		}
+		List<ExchangeDefinition.Binding> bindings = new ArrayList<>();
+		for (int i = 0; i < exchange.getBindings().size(); i++) {
+			PgQueueProperties.Binding binding = exchange.getBindings().get(i);
+			String property = prefix + ".bindings[" + i + "]";
+			if (binding.getQueue() == null || !queues.contains(binding.getQueue())) {
+				throw new InvalidConfigurationPropertyValueException(property + ".queue", binding.getQueue(),
+						"Bind a queue declared under pgqueue.queues (declared: " + queues + ")");
+			}
+			try {
+				ExchangeDefinition.Binding bound = new ExchangeDefinition.Binding(binding.getQueue(),
+						binding.getRoutingKey());
+				bound.keyRegex(exchange.getType(), name);
+				bindings.add(bound);
+			}
+			catch (IllegalArgumentException ex) {
+				throw new InvalidConfigurationPropertyValueException(property + ".routing-key", binding.getRoutingKey(),
+						ex.getMessage());
+			}
+		}
+		return new ExchangeDefinition(name, exchange.getType(), bindings);
 	}
 
 	static QueueDefinition definition(String name, PgQueueProperties.Queue queue) {

@@ -8,6 +8,7 @@ import java.util.Set;
 
 import javax.sql.DataSource;
 
+import io.github.pgqueue.ExchangeDefinition;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import org.flywaydb.core.Flyway;
@@ -20,7 +21,7 @@ import org.springframework.beans.factory.InitializingBean;
 /**
  * Migrates pgqueue's schema with a private Flyway instance (its own history table, so the
  * application's own migrations are untouched) and writes the queue definitions of
- * {@code pgqueue.queues}. Beans that use the schema depend on this one.
+ * {@code pgqueue.queues} and {@code pgqueue.exchanges}. Beans that use the schema depend on this one.
  */
 public class PgQueueSchemaInitializer implements InitializingBean {
 
@@ -35,11 +36,15 @@ public class PgQueueSchemaInitializer implements InitializingBean {
 
 	private final List<QueueDefinition> definitions;
 
+	private final List<ExchangeDefinition> exchanges = new ArrayList<>();
+
 	PgQueueSchemaInitializer(DataSource dataSource, PgQueueProperties properties) {
 		PgQueuePropertiesValidator.validate(properties);
 		this.dataSource = dataSource;
 		this.schema = properties.getSchema();
 		this.definitions = definitions(properties.getQueues());
+		properties.getExchanges().forEach((name, exchange) -> this.exchanges
+			.add(PgQueuePropertiesValidator.exchange(name, exchange, properties.getQueues().keySet())));
 	}
 
 	@Override
@@ -67,6 +72,12 @@ public class PgQueueSchemaInitializer implements InitializingBean {
 		}
 		QueueTemplate template = QueueTemplate.builder(this.dataSource).schema(this.schema).build();
 		this.definitions.forEach(template::declare);
+		this.exchanges.forEach(template::declare);
+	}
+
+	/** The exchanges of {@code pgqueue.exchanges}. */
+	List<ExchangeDefinition> exchanges() {
+		return this.exchanges;
 	}
 
 	/** Names of the queues that listeners may consume: the defined ones and their dead-letter queues. */

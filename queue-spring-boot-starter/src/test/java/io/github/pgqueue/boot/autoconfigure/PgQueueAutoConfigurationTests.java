@@ -109,6 +109,35 @@ class PgQueueAutoConfigurationTests {
 	}
 
 	@Test
+	void exchangesFromPropertiesRouteToTheirBoundQueues() {
+		this.runner
+			.withPropertyValues("pgqueue.queues.billing.max-attempts=5", "pgqueue.exchanges.orders.type=topic",
+					"pgqueue.exchanges.orders.bindings[0].queue=billing",
+					"pgqueue.exchanges.orders.bindings[0].routing-key=order.*",
+					"pgqueue.exchanges.orders.bindings[1].queue=emails",
+					"pgqueue.exchanges.orders.bindings[1].routing-key=order.created")
+			.run((context) -> {
+				QueueTemplate template = context.getBean(QueueTemplate.class);
+				assertThat(template.publish("orders", "order.created", "o-1")).isEqualTo(2);
+				assertThat(template.publish("orders", "order.shipped", "o-2")).isEqualTo(1);
+				assertThat(template.stats("billing").ready()).isEqualTo(2);
+				assertThat(template.stats("emails").ready()).isEqualTo(1);
+			});
+	}
+
+	@Test
+	void bindingToAnUndeclaredQueueOrABadPatternFailsStartupNamingTheProperty() {
+		this.runner.withPropertyValues("pgqueue.exchanges.orders.bindings[0].queue=billing")
+			.run((context) -> assertThat(failureMessages(context)).contains("pgqueue.exchanges.orders.bindings[0].queue")
+				.contains("declared: [emails]"));
+		this.runner
+			.withPropertyValues("pgqueue.exchanges.orders.type=topic", "pgqueue.exchanges.orders.bindings[0].queue=emails",
+					"pgqueue.exchanges.orders.bindings[0].routing-key=a..b")
+			.run((context) -> assertThat(failureMessages(context))
+				.contains("pgqueue.exchanges.orders.bindings[0].routing-key"));
+	}
+
+	@Test
 	void invalidPropertyFailsStartupNamingTheProperty() {
 		this.runner.withPropertyValues("pgqueue.queues.emails.max-attempts=0").run((context) -> assertThat(failureMessages(context))
 			.contains(InvalidConfigurationPropertyValueException.class.getSimpleName())

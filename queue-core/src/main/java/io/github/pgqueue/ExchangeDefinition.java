@@ -1,0 +1,102 @@
+package io.github.pgqueue;
+
+import java.util.List;
+import java.util.Objects;
+import java.util.regex.Pattern;
+
+/**
+ * An exchange and its bindings: {@link QueueOperations#publish} sends one message to every bound
+ * queue whose binding matches the routing key.
+ * @param name the exchange (same rules as a queue name)
+ * @param type how routing keys are matched
+ * @param bindings the queues it routes to
+ */
+public record ExchangeDefinition(String name, Type type, List<Binding> bindings) {
+
+	private static final Pattern TOPIC_WORD = Pattern.compile("[A-Za-z0-9_-]+|\\*|#");
+
+	public ExchangeDefinition {
+		QueueNames.requireQueue(name);
+		Objects.requireNonNull(type, () -> "Exchange '" + name + "' needs a type: fanout, direct or topic");
+		bindings = List.copyOf(Objects.requireNonNull(bindings, "bindings"));
+		for (Binding binding : bindings) {
+			binding.keyRegex(type, name);
+		}
+	}
+
+	/** How an exchange matches routing keys. */
+	public enum Type {
+
+		/** Every bound queue gets every message; routing keys are ignored. */
+		FANOUT,
+
+		/** A queue gets the message when its binding's key equals the routing key. */
+		DIRECT,
+
+		/**
+		 * A queue gets the message when its binding's pattern matches the routing key: words separated
+		 * by {@code .}, {@code *} stands for exactly one word, {@code #} for zero or more.
+		 */
+		TOPIC
+
+	}
+
+	/**
+	 * One queue bound to the exchange.
+	 * @param queue the queue messages are sent to
+	 * @param routingKey the key (direct) or pattern (topic); ignored for fanout, may be empty
+	 */
+	public record Binding(String queue, String routingKey) {
+
+		public Binding {
+			QueueNames.requireQueue(queue);
+			routingKey = (routingKey != null) ? routingKey : "";
+			if (routingKey.length() > 255) {
+				throw new IllegalArgumentException("Routing key of the binding to queue '" + queue
+						+ "' is longer than 255 characters");
+			}
+		}
+
+		/**
+		 * The binding as an anchored regular expression over the routing key prefixed with '.', the
+		 * form the publish statement matches with PostgreSQL's {@code ~}.
+		 */
+		public String keyRegex(Type type, String exchange) {
+			return switch (type) {
+				case FANOUT -> "";
+				case DIRECT -> "^\\." + literal(this.routingKey) + "$";
+				case TOPIC -> topicRegex(exchange);
+			};
+		}
+
+		private String topicRegex(String exchange) {
+			StringBuilder regex = new StringBuilder("^");
+			for (String word : this.routingKey.split("\\.", -1)) {
+				if (!TOPIC_WORD.matcher(word).matches()) {
+					throw new IllegalArgumentException("Topic pattern '" + this.routingKey + "' of exchange '" + exchange
+							+ "' (binding to queue '" + this.queue + "') has an invalid word '" + word
+							+ "': use words of letters, digits, '_' or '-', '*' or '#', separated by '.'");
+				}
+				regex.append(switch (word) {
+					case "*" -> "\\.[^.]+";
+					case "#" -> "(\\.[^.]+)*";
+					default -> "\\." + word;
+				});
+			}
+			return regex.append('$').toString();
+		}
+
+		private static String literal(String text) {
+			StringBuilder escaped = new StringBuilder();
+			for (char c : text.toCharArray()) {
+				if (!Character.isLetterOrDigit(c)) {
+					escaped.append('\\');
+				}
+				escaped.append(c);
+			}
+			return escaped.toString();
+		}
+
+	}
+
+}

@@ -1,0 +1,127 @@
+package io.github.pgqueue;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import javax.sql.DataSource;
+
+import io.github.pgqueue.ExchangeDefinition.Binding;
+import io.github.pgqueue.ExchangeDefinition.Type;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.PostgresExtension;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
+
+@ExtendWith(PostgresExtension.class)
+class ExchangeIntegrationTests {
+
+	private final DataSource dataSource = EmbeddedPostgres.get().dataSource();
+
+	private final JdbcTemplate jdbc = new JdbcTemplate(this.dataSource);
+
+	private final QueueTemplate template = QueueTemplate.builder(this.dataSource).build();
+
+	@BeforeEach
+	void clearExchanges() {
+		this.jdbc.execute("DELETE FROM pgqueue.exchange");
+	}
+
+	@Test
+	void fanoutSendsToEveryBoundQueue() {
+		this.template.declare(new ExchangeDefinition("orders", Type.FANOUT,
+				List.of(new Binding("billing", null), new Binding("emails", "ignored"))));
+		assertThat(this.template.publish("orders", "anything", "o-1")).isEqualTo(2);
+		assertThat(queuesOf("o-1")).containsExactlyInAnyOrder("billing", "emails");
+	}
+
+	@Test
+	void directMatchesTheWholeKeyLiterally() {
+		this.template.declare(new ExchangeDefinition("events", Type.DIRECT,
+				List.of(new Binding("created", "order.created"), new Binding("any-dot", "order.*"))));
+		assertThat(this.template.publish("events", "order.created", "e-1")).isEqualTo(1);
+		assertThat(this.template.publish("events", "orderXcreated", "e-2")).isZero();
+		assertThat(this.template.publish("events", "order.shipped", "e-3")).isZero();
+		assertThat(queuesOf("e-1")).containsExactly("created");
+	}
+
+	@Test
+	void topicMatchesStarAsOneWordAndHashAsAnyNumberOfWords() {
+		this.template.declare(new ExchangeDefinition("topics", Type.TOPIC,
+				List.of(new Binding("star", "order.*"), new Binding("hash", "order.#"), new Binding("all", "#"),
+						new Binding("created", "#.created"), new Binding("exact", "order.eu.created"))));
+		this.template.publish("topics", "order.created", "a");
+		this.template.publish("topics", "order", "b");
+		this.template.publish("topics", "order.eu.created", "c");
+		this.template.publish("topics", "invoice.created", "d");
+		this.template.publish("topics", "orderXcreated", "e");
+		assertThat(queuesOf("a")).containsExactlyInAnyOrder("star", "hash", "all", "created");
+		assertThat(queuesOf("b")).containsExactlyInAnyOrder("hash", "all");
+		assertThat(queuesOf("c")).containsExactlyInAnyOrder("hash", "all", "created", "exact");
+		assertThat(queuesOf("d")).containsExactlyInAnyOrder("all", "created");
+		assertThat(queuesOf("e")).containsExactlyInAnyOrder("all");
+	}
+
+	@Test
+	void publishedMessagesCarryTheExchangeAndKeyAndAreReceivedLikeAnyOther() {
+		this.template.declare(new ExchangeDefinition("orders", Type.TOPIC, List.of(new Binding("billing", "order.*"))));
+		this.template.publish("orders", "order.created", "o-1", SendOptions.builder().header("tenant", "acme").build());
+		try (Lease<String> lease = this.template.receive("billing", String.class).orElseThrow()) {
+			assertThat(lease.message().headers()).containsEntry("pgqueue-exchange", "orders")
+				.containsEntry("pgqueue-routing-key", "order.created")
+				.containsEntry("tenant", "acme");
+			lease.ack();
+		}
+	}
+
+	@Test
+	void redeclaringReplacesTheBindings() {
+		this.template.declare(new ExchangeDefinition("orders", Type.FANOUT,
+				List.of(new Binding("billing", ""), new Binding("emails", ""))));
+		this.template.declare(new ExchangeDefinition("orders", Type.FANOUT, List.of(new Binding("audit", ""))));
+		assertThat(this.template.publish("orders", "", "x")).isEqualTo(1);
+		assertThat(queuesOf("x")).containsExactly("audit");
+	}
+
+	@Test
+	void publishInARolledBackTransactionSendsNothing() {
+		this.template.declare(new ExchangeDefinition("orders", Type.FANOUT, List.of(new Binding("billing", ""))));
+		new TransactionTemplate(new DataSourceTransactionManager(this.dataSource)).executeWithoutResult((status) -> {
+			assertThat(this.template.publish("orders", "", "rolled back")).isEqualTo(1);
+			status.setRollbackOnly();
+		});
+		assertThat(this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message", Long.class)).isZero();
+	}
+
+	@Test
+	void publishToAnUndeclaredExchangeFailsAndWritesNothing() {
+		assertThatIllegalArgumentException().isThrownBy(() -> this.template.publish("nowhere", "k", "x"))
+			.withMessageContaining("Exchange 'nowhere' is not declared");
+		assertThatIllegalArgumentException().isThrownBy(() -> this.template.publish("bad;name", "k", "x"))
+			.withMessageContaining("Invalid queue name 'bad;name'");
+	}
+
+	@Test
+	void invalidTopicPatternsAreRejectedNamingExchangeAndPattern() {
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> new ExchangeDefinition("t", Type.TOPIC, List.of(new Binding("q", "order..x"))))
+			.withMessageContaining("Topic pattern 'order..x' of exchange 't'");
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> new ExchangeDefinition("t", Type.TOPIC, List.of(new Binding("q", "a.b*"))));
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> new ExchangeDefinition("t", Type.TOPIC, List.of(new Binding("q';--", "a"))));
+	}
+
+	private List<String> queuesOf(String payload) {
+		return new ArrayList<>(this.jdbc.queryForList("SELECT queue FROM pgqueue.message WHERE payload = to_jsonb(?::text)",
+				String.class, payload));
+	}
+
+}

@@ -283,6 +283,36 @@ class PgQueueAutoConfigurationTests {
 				.contains("at least 5"));
 	}
 
+	static class Greedy {
+
+		@QueueListener(queues = "emails", concurrency = "400")
+		void onEmail(String body) {
+		}
+
+	}
+
+	@Test
+	void concurrencyBeyondWhatPostgresCanServeFailsStartupWithTheNumbers() {
+		this.runner.withBean(Greedy.class).run((context) -> assertThat(failureMessages(context))
+			.contains("pgqueue listeners need 401 connections (400 pollers + 1 LISTEN), but PostgreSQL has only")
+			.contains("max_connections"));
+	}
+
+	@Test
+	void databaseDownAtStartupFailsWithAClearMessage() throws Exception {
+		int closedPort;
+		try (java.net.ServerSocket socket = new java.net.ServerSocket(0)) {
+			closedPort = socket.getLocalPort();
+		}
+		new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, PgQueueAutoConfiguration.class))
+			.withPropertyValues("spring.datasource.url=jdbc:postgresql://localhost:" + closedPort + "/postgres",
+					"spring.datasource.hikari.connection-timeout=500")
+			.run((context) -> assertThat(failureMessages(context))
+				.contains("pgqueue could not create or migrate its schema 'pgqueue'")
+				.contains("Check spring.datasource"));
+	}
+
 	@Test
 	void applicationWithItsOwnFlywayMigrationsKeepsThemAndGetsPgQueuesToo() {
 		this.postgres.execute("DROP SCHEMA IF EXISTS app CASCADE");

@@ -20,6 +20,7 @@ import javax.sql.DataSource;
 import io.github.pgqueue.LeaseLostException;
 import io.github.pgqueue.QueueException;
 
+import org.postgresql.PGConnection;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -89,6 +90,25 @@ public final class ConsumerSession implements AutoCloseable {
 	/** Whether a connection error ended this session; its messages are no longer held. */
 	public boolean isLost() {
 		return this.lost;
+	}
+
+	/**
+	 * Whether the session is still there, as far as can be told without a round trip: reads what
+	 * the server may have sent since the last statement, such as the error a terminated backend or
+	 * a shutting-down server sends before it closes the connection. Marks the session lost if so.
+	 */
+	public boolean checkAlive() {
+		if (this.lost) {
+			return false;
+		}
+		try {
+			this.connection.unwrap(PGConnection.class).getNotifications();
+			return true;
+		}
+		catch (SQLException ex) {
+			markLost();
+			return false;
+		}
 	}
 
 	/** How many messages this session holds. */

@@ -174,6 +174,13 @@ public final class PollLoop implements Runnable {
 				batch.releases.add(message.id());
 				continue;
 			}
+			if (batch.size() > 0 && !this.session.checkAlive()) {
+				// The locks went with the session: another consumer may hold these messages now.
+				logger.warn("Listener '{}' lost its database session during a batch of queue '{}'; the {} messages "
+						+ "not yet handled are left to other consumers and {} handled ones will be delivered again",
+						this.endpoint.id(), queue, messages.size() - batch.size(), batch.size());
+				throw new LeaseLostException("Session of listener '" + this.endpoint.id() + "' ended during a batch");
+			}
 			QueueMessage<Object> converted;
 			try {
 				converted = convert(message, this.endpoint.payloadType());

@@ -184,6 +184,24 @@ class QueueListenerContainerIntegrationTests {
 	}
 
 	@Test
+	void noHandlerStartsAfterItsSessionIsKnownToBeGone() {
+		List<String> deliveries = new java.util.concurrent.CopyOnWriteArrayList<>();
+		AtomicBoolean killed = new AtomicBoolean();
+		this.registry.registerListenerEndpoint(endpoint("fenced", "fenced", 1, AckMode.AUTO, (message, ack) -> {
+			deliveries.add(message.payload() + "@" + message.attempt());
+			if (killed.compareAndSet(false, true)) {
+				this.postgres.terminateSessions("consumers");
+				Thread.sleep(300); // the server's goodbye reaches the poller's socket
+			}
+		}));
+		this.template.sendBatch("fenced", List.of(1, 2, 3, 4, 5));
+		this.registry.start();
+		await().atMost(Duration.ofSeconds(20)).until(() -> queueEmpty() && deliveries.size() >= 6);
+		assertThat(deliveries).as("only the handler running when the session died ran on it")
+			.containsExactly("1@1", "1@2", "2@2", "3@2", "4@2", "5@2");
+	}
+
+	@Test
 	void listenersRecoverAfterPostgresRestartsAndNothingIsLost() {
 		Map<Long, AtomicInteger> seen = new ConcurrentHashMap<>();
 		this.registry.registerListenerEndpoint(endpoint("restart", "restart", 2, AckMode.AUTO, (message, ack) -> {

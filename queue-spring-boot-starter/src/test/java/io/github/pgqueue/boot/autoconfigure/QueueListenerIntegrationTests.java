@@ -109,10 +109,34 @@ class QueueListenerIntegrationTests {
 			await().atMost(Duration.ofSeconds(10)).until(() -> orders.handled.size() > 100);
 			assertThat(this.postgres.terminateSessions(ListenerConnections.APPLICATION_NAME))
 				.as("3 pollers and the LISTEN connection").isEqualTo(4);
-			await().atMost(Duration.ofSeconds(60)).until(() -> orders.handled.keySet().containsAll(ids));
+			try {
+				await().atMost(Duration.ofSeconds(60)).until(() -> orders.handled.keySet().containsAll(ids));
+			}
+			catch (org.awaitility.core.ConditionTimeoutException ex) {
+				JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
+				throw new AssertionError("Not all handled: " + orders.handled.size() + " of " + ids.size() + "; "
+						+ template.stats("orders") + "; activity: "
+						+ jdbc.queryForList("SELECT pid, state, wait_event_type, wait_event, left(query, 60) AS q "
+								+ "FROM pg_stat_activity WHERE application_name = 'pgqueue-listener'")
+						+ "; locks: " + jdbc.queryForList("SELECT pid, objid, granted FROM pg_locks WHERE locktype = 'advisory'")
+						+ "; threads: " + threads(), ex);
+			}
 			var health = context.getBean(PgQueueHealthIndicator.class);
 			await().atMost(Duration.ofSeconds(10)).until(() -> health.health(true).getStatus().equals(Status.UP));
 		});
+	}
+
+	private static String threads() {
+		StringBuilder dump = new StringBuilder();
+		Thread.getAllStackTraces().forEach((thread, stack) -> {
+			if (thread.getName().startsWith("pgqueue")) {
+				dump.append('\n').append(thread.getName()).append(' ').append(thread.getState());
+				for (int i = 0; i < Math.min(12, stack.length); i++) {
+					dump.append("\n    at ").append(stack[i]);
+				}
+			}
+		});
+		return dump.toString();
 	}
 
 	static class Manual {

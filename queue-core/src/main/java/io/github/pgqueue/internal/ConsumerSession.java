@@ -9,10 +9,8 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 
 import javax.sql.DataSource;
@@ -127,7 +125,8 @@ public final class ConsumerSession implements AutoCloseable {
 					+ "; complete them before claiming more");
 		}
 		checkNotLost();
-		List<Long> locked = new ArrayList<>(max);
+		List<ClaimedMessage> deliverable = new ArrayList<>(max);
+		List<DeadLetter> letters = new ArrayList<>();
 		try {
 			try (PreparedStatement ps = this.connection.prepareStatement(this.sql.claim())) {
 				ps.setString(1, queue);
@@ -136,70 +135,49 @@ public final class ConsumerSession implements AutoCloseable {
 				ps.setInt(4, max + QueueSql.CLAIM_WINDOW);
 				ps.setInt(5, this.namespace);
 				ps.setInt(6, max);
+				ps.setString(7, queue);
+				ps.setInt(8, this.namespace);
+				ps.setInt(9, this.maxPayloadBytes);
 				try (ResultSet rs = ps.executeQuery()) {
 					while (rs.next()) {
-						locked.add(rs.getLong(1));
+						if (rs.getObject(5) == null) {
+							continue; // skipped by the re-check and already unlocked
+						}
+						ClaimedMessage message = read(queue, rs);
+						this.held.add(message.id());
+						if (message.oversized()) {
+							letters.add(DeadLetter.of(message, "Payload is " + message.payloadBytes()
+									+ " bytes, above the consumer's limit of " + this.maxPayloadBytes
+									+ " bytes (pgqueue.max-payload-size); it was not read"));
+						}
+						else if (message.exhausted()) {
+							letters.add(DeadLetter.of(message, "Dead-lettered after " + message.maxAttempts()
+									+ " attempts, the last ones ended without an ack (consumer died or its session "
+									+ "ended)" + ((message.lastError() != null) ? "; last error: " + message.lastError()
+											: "")));
+						}
+						else {
+							deliverable.add(message);
+						}
 					}
 				}
-			}
-			if (locked.isEmpty()) {
-				return Claim.EMPTY;
-			}
-			this.held.addAll(locked);
-			Map<Long, ClaimedMessage> rechecked = recheck(queue, locked);
-			List<Long> gone = new ArrayList<>();
-			List<ClaimedMessage> deliverable = new ArrayList<>(rechecked.size());
-			List<DeadLetter> letters = new ArrayList<>();
-			for (Long id : locked) {
-				ClaimedMessage message = rechecked.get(id);
-				if (message == null) {
-					gone.add(id);
-				}
-				else if (message.oversized()) {
-					letters.add(DeadLetter.of(message, "Payload is " + message.payloadBytes()
-							+ " bytes, above the consumer's limit of " + this.maxPayloadBytes
-							+ " bytes (pgqueue.max-payload-size); it was not read"));
-				}
-				else if (message.exhausted()) {
-					letters.add(DeadLetter.of(message, "Dead-lettered after " + message.maxAttempts()
-							+ " attempts, the last ones ended without an ack (consumer died or its session ended)"
-							+ ((message.lastError() != null) ? "; last error: " + message.lastError() : "")));
-				}
-				else {
-					deliverable.add(message);
-				}
-			}
-			if (!gone.isEmpty()) {
-				release(gone);
 			}
 			if (!letters.isEmpty()) {
 				deadLetter(letters);
 			}
-			return new Claim(deliverable, letters.size());
+			return (deliverable.isEmpty() && letters.isEmpty()) ? Claim.EMPTY : new Claim(deliverable, letters.size());
 		}
 		catch (SQLException ex) {
 			throw failure("claim from queue '" + queue + "'", ex);
 		}
 	}
 
-	private Map<Long, ClaimedMessage> recheck(String queue, List<Long> ids) throws SQLException {
-		Map<Long, ClaimedMessage> rows = new HashMap<>();
-		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.recheck())) {
-			ps.setArray(1, longArray(ids));
-			ps.setString(2, queue);
-			ps.setInt(3, this.maxPayloadBytes);
-			try (ResultSet rs = ps.executeQuery()) {
-				while (rs.next()) {
-					long id = rs.getLong(1);
-					String dlq = rs.getString(8);
-					rows.put(id, new ClaimedMessage(id, queue, rs.getString(2), rs.getString(3), rs.getInt(4),
-							rs.getInt(5), rs.getTimestamp(6).toInstant(), rs.getInt(7),
-							(dlq != null) ? dlq : QueueNames.defaultDeadLetterQueue(queue), rs.getLong(9),
-							rs.getDouble(10), rs.getLong(11), rs.getString(12), rs.getInt(13)));
-				}
-			}
-		}
-		return rows;
+	private static ClaimedMessage read(String queue, ResultSet rs) throws SQLException {
+		String dlq = rs.getString(9);
+		return new ClaimedMessage(rs.getLong(1), queue, rs.getString(3), rs.getString(4), rs.getInt(5), rs.getInt(6),
+				rs.getTimestamp(7).toInstant(), rs.getInt(8),
+				(dlq != null) ? dlq : QueueNames.defaultDeadLetterQueue(queue), rs.getLong(10), rs.getDouble(11),
+				rs.getLong(12), rs.getString(13), rs.getInt(14));
 	}
 
 	/** Deletes the messages and releases them, in one statement. */

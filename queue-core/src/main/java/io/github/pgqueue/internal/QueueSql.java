@@ -21,8 +21,6 @@ public final class QueueSql {
 
 	private final String claim;
 
-	private final String recheck;
-
 	private final String ack;
 
 	private final String retry;
@@ -79,12 +77,25 @@ public final class QueueSql {
 				 ORDER BY p.n
 				RETURNING id""".formatted(s);
 
-		// 1 queue, 2 queue, 3 queue, 4 window, 5 namespace, 6 batch size.
-		// Walks the claim index priority by priority (a loose index scan, so priorities that only
-		// hold delayed messages cost one probe), tests queue and visibility before the lock, and
-		// tries the lock one candidate at a time outside the ordered subquery: the outer LIMIT
-		// stops the walk, so only the rows returned are locked. ORDER BY next to the lock would
-		// sort first and lock every row the sort visits.
+		// 1 queue, 2 queue, 3 queue, 4 window, 5 namespace, 6 batch size, 7 queue, 8 namespace,
+		// 9 payload limit in bytes.
+		//
+		// locked: walks the claim index priority by priority (a loose index scan, so a priority that
+		// only holds delayed messages costs one probe), tests queue and visibility before the lock,
+		// and tries the lock one candidate at a time outside the ordered subquery: the LIMIT stops
+		// the walk, so only the rows returned are locked. (ORDER BY next to the lock would sort
+		// first and lock every row the sort visits.)
+		//
+		// claimed: the re-check. The scan's snapshot can still show a row that another consumer
+		// acked, retried or dead-lettered and unlocked a moment ago, so the lock succeeds on it. The
+		// UPDATE does not trust the snapshot: on a row changed since, PostgreSQL waits for the
+		// changing transaction and re-evaluates the WHERE clause on the row's newest version
+		// (EvalPlanQual), skipping it if it is gone, moved to another queue or no longer visible.
+		// It also counts the attempt, so a message that kills its consumer is still dead-lettered.
+		//
+		// The final select unlocks at once every locked row the re-check skipped, and returns the
+		// claimed rows with their queue's policy; a payload above the limit is not sent (its text is
+		// null and its size says why).
 		this.claim = """
 				WITH RECURSIVE priorities AS (
 				    (SELECT priority FROM %1$s.message WHERE queue = ? ORDER BY priority LIMIT 1)
@@ -94,30 +105,28 @@ public final class QueueSql {
 				             ORDER BY m.priority LIMIT 1)
 				      FROM priorities p
 				     WHERE p.priority IS NOT NULL
+				),
+				locked AS (
+				    SELECT c.id
+				      FROM priorities p
+				     CROSS JOIN LATERAL (
+				            SELECT m.id FROM %1$s.message m
+				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
+				             ORDER BY m.visible_at, m.id
+				             LIMIT ?) c
+				     WHERE pg_try_advisory_lock(?, c.id::bit(32)::int4)
+				     LIMIT ?
+				),
+				claimed AS (
+				    UPDATE %1$s.message m SET attempts = m.attempts + 1
+				      FROM locked l
+				     WHERE m.id = l.id AND m.queue = ? AND m.visible_at <= now()
+				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
+				              m.max_attempts, m.created_at, m.last_error
 				)
-				SELECT c.id
-				  FROM priorities p
-				 CROSS JOIN LATERAL (
-				        SELECT m.id FROM %1$s.message m
-				         WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
-				         ORDER BY m.visible_at, m.id
-				         LIMIT ?) c
-				 WHERE pg_try_advisory_lock(?, c.id::bit(32)::int4)
-				 LIMIT ?""".formatted(s);
-
-		// 1 ids, 2 queue, 3 payload limit in bytes. The re-check, in a new statement and so a new snapshot: the claim's
-		// snapshot can still show a row that another consumer acked and unlocked a moment ago.
-		// Rows acked, dead-lettered or moved back in time since are not returned and must be
-		// unlocked by the caller. It also counts the attempt, so a message that kills its
-		// consumer is dead-lettered after max attempts. The policy columns come from the
-		// queue's definition, or the defaults. A payload above the limit is not sent to the client:
-		// its text is null and its size says why.
-		this.recheck = """
-				WITH claimed AS (
-				    UPDATE %1$s.message SET attempts = attempts + 1
-				     WHERE id = ANY(?) AND queue = ? AND visible_at <= now()
-				    RETURNING id, queue, payload, headers, priority, attempts, max_attempts, created_at, last_error)
-				SELECT c.id, CASE WHEN octet_length(p.text) <= ? THEN p.text END, c.headers::text, c.priority,
+				SELECT l.id,
+				       CASE WHEN c.id IS NULL THEN pg_advisory_unlock(?, l.id::bit(32)::int4) END,
+				       CASE WHEN octet_length(p.text) <= ? THEN p.text END, c.headers::text, c.priority,
 				       c.attempts, c.created_at,
 				       COALESCE(c.max_attempts, q.max_attempts, 5),
 				       q.dead_letter_queue,
@@ -126,9 +135,11 @@ public final class QueueSql {
 				       COALESCE(q.backoff_max_ms, 600000),
 				       c.last_error,
 				       octet_length(p.text)
-				  FROM claimed c
-				 CROSS JOIN LATERAL (SELECT c.payload::text AS text) p
-				  LEFT JOIN %1$s.queue q ON q.name = c.queue""".formatted(s);
+				  FROM locked l
+				  LEFT JOIN claimed c ON c.id = l.id
+				  LEFT JOIN LATERAL (SELECT c.payload::text AS text) p ON true
+				  LEFT JOIN %1$s.queue q ON q.name = c.queue
+				 ORDER BY c.priority, c.visible_at, l.id""".formatted(s);
 
 		// 1 ids, 2 backend pid of the claiming session, 3 namespace. The pid guard fences a lease
 		// whose session died: on any other session the statement deletes nothing. The unlock runs
@@ -288,10 +299,6 @@ public final class QueueSql {
 
 	public String claim() {
 		return this.claim;
-	}
-
-	public String recheck() {
-		return this.recheck;
 	}
 
 	public String ack() {

@@ -80,6 +80,21 @@ class DeliveryProtocolIntegrationTests {
 	}
 
 	@Test
+	void lockKeysUseTheTableOidByDefaultOrTheConfiguredNamespaceWithTheFoldedId() {
+		long id = this.template.send("keys", "x");
+		long oid = this.jdbc.queryForObject("SELECT 'pgqueue.message'::regclass::oid::bigint", Long.class);
+		assertThat(this.template.lockNamespace()).isEqualTo((int) oid);
+		QueueTemplate custom = QueueTemplate.builder(this.dataSource).lockNamespace(4242).build();
+		try (ConsumerSession session = custom.openSession()) {
+			assertThat(session.claim("keys", 1).messages()).hasSize(1);
+			assertThat(this.jdbc.queryForList("SELECT classid::bigint || '/' || objid::bigint FROM pg_locks "
+					+ "WHERE locktype = 'advisory' AND objsubid = 2", String.class)).containsExactly("4242/" + id);
+			assertThat(this.template.stats("keys").inFlight()).as("another namespace is invisible").isZero();
+			assertThat(custom.stats("keys").inFlight()).isEqualTo(1);
+		}
+	}
+
+	@Test
 	void claimInPriorityOrderLocksOnlyTheRowsItReturns() {
 		for (int priority = 5; priority >= 0; priority--) {
 			this.template.sendBatch("prio", List.of("a", "b", "c"), SendOptions.builder().priority(priority).build());

@@ -49,6 +49,11 @@ public final class ConsumerSession implements AutoCloseable {
 
 	private boolean lost;
 
+	/** How often {@link #checkAlive()} looks at the socket. */
+	static final long ALIVE_CHECK_INTERVAL_MS = 100;
+
+	private long lastAliveCheck = System.nanoTime();
+
 	private ConsumerSession(Connection connection, QueueSql sql, int namespace, int maxPayloadBytes)
 			throws SQLException {
 		this.connection = connection;
@@ -94,11 +99,18 @@ public final class ConsumerSession implements AutoCloseable {
 	 * Whether the session is still there, as far as can be told without a round trip: reads what
 	 * the server may have sent since the last statement, such as the error a terminated backend or
 	 * a shutting-down server sends before it closes the connection. Marks the session lost if so.
+	 * The driver may wait up to a millisecond for the socket, so the check runs at most once per
+	 * {@value #ALIVE_CHECK_INTERVAL_MS} ms; in between, the session is taken to be alive.
 	 */
 	public boolean checkAlive() {
 		if (this.lost) {
 			return false;
 		}
+		long now = System.nanoTime();
+		if (now - this.lastAliveCheck < ALIVE_CHECK_INTERVAL_MS * 1_000_000L) {
+			return true;
+		}
+		this.lastAliveCheck = now;
 		try {
 			this.connection.unwrap(PGConnection.class).getNotifications();
 			return true;
@@ -165,6 +177,7 @@ public final class ConsumerSession implements AutoCloseable {
 			if (!letters.isEmpty()) {
 				deadLetter(letters);
 			}
+			this.lastAliveCheck = System.nanoTime();
 			return (deliverable.isEmpty() && letters.isEmpty()) ? Claim.EMPTY : new Claim(deliverable, letters.size());
 		}
 		catch (SQLException ex) {

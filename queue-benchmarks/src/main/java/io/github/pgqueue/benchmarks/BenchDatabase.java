@@ -1,0 +1,157 @@
+package io.github.pgqueue.benchmarks;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+
+import javax.sql.DataSource;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import org.flywaydb.core.Flyway;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/**
+ * The one embedded PostgreSQL of a run, with pgqueue's migrations applied, the pools every system
+ * shares, and the statistics queries the scenarios read.
+ */
+final class BenchDatabase implements AutoCloseable {
+
+	private final EmbeddedPostgres server;
+
+	private final String jdbcUrl;
+
+	private final HikariDataSource appPool;
+
+	private final HikariDataSource consumerPool;
+
+	private final HikariDataSource adminPool;
+
+	private final JdbcTemplate admin;
+
+	private BenchDatabase(EmbeddedPostgres server) {
+		this.server = server;
+		this.jdbcUrl = "jdbc:postgresql://localhost:" + server.getPort() + "/postgres";
+		this.appPool = pool("bench-app", 24, false);
+		this.consumerPool = pool("bench-consumers", 96, false);
+		this.adminPool = pool("bench-admin", 4, true);
+		this.admin = new JdbcTemplate(this.adminPool);
+		Flyway.configure()
+			.dataSource(this.adminPool)
+			.locations("classpath:db/pgqueue")
+			.schemas("pgqueue")
+			.table("pgqueue_schema_history")
+			.load()
+			.migrate();
+	}
+
+	/**
+	 * Starts the server with the settings of the project's test database: durability is off, so
+	 * the figures measure CPU and locking rather than this machine's disk.
+	 */
+	static BenchDatabase start() {
+		try {
+			EmbeddedPostgres server = EmbeddedPostgres.builder()
+				.setServerConfig("max_connections", "300")
+				.setServerConfig("fsync", "off")
+				.setServerConfig("synchronous_commit", "off")
+				.setServerConfig("full_page_writes", "off")
+				.start();
+			return new BenchDatabase(server);
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException("Could not start embedded PostgreSQL", ex);
+		}
+	}
+
+	private HikariDataSource pool(String name, int size, boolean batchedInserts) {
+		HikariConfig config = new HikariConfig();
+		config.setPoolName(name);
+		config.setJdbcUrl(this.jdbcUrl);
+		config.setUsername("postgres");
+		config.setMaximumPoolSize(size);
+		config.setMinimumIdle(0);
+		config.addDataSourceProperty("ApplicationName", name);
+		if (batchedInserts) {
+			// Only the admin pool bulk-loads backlogs; the systems measured keep the driver's defaults.
+			config.addDataSourceProperty("reWriteBatchedInserts", "true");
+		}
+		return new HikariDataSource(config);
+	}
+
+	String jdbcUrl() {
+		return this.jdbcUrl;
+	}
+
+	String username() {
+		return "postgres";
+	}
+
+	/** Where producers take their connections, as an application's own pool would. */
+	DataSource appPool() {
+		return this.appPool;
+	}
+
+	/** Where consumers take theirs: one connection per consumer thread, plus LISTEN connections. */
+	DataSource consumerPool() {
+		return this.consumerPool;
+	}
+
+	/** For setup, bulk loads and statistics; never used by a system under measurement. */
+	DataSource adminPool() {
+		return this.adminPool;
+	}
+
+	JdbcTemplate admin() {
+		return this.admin;
+	}
+
+	void execute(String sql) {
+		this.admin.execute(sql);
+	}
+
+	long queryLong(String sql, Object... args) {
+		Long value = this.admin.queryForObject(sql, Long.class, args);
+		return (value != null) ? value : 0L;
+	}
+
+	String serverVersion() {
+		return this.admin.queryForObject("SHOW server_version", String.class);
+	}
+
+	/** Transactions committed in this database so far, as the statistics collector last saw them. */
+	long committedTransactions() {
+		this.admin.execute("SELECT pg_stat_clear_snapshot()");
+		return queryLong("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()");
+	}
+
+	/** Heap, indexes and TOAST of {@code table}, in bytes. */
+	long totalSize(String table) {
+		return queryLong("SELECT pg_total_relation_size(?::regclass)", table);
+	}
+
+	long deadTuples(String table) {
+		this.admin.execute("SELECT pg_stat_clear_snapshot()");
+		return queryLong("SELECT COALESCE(n_dead_tup, 0) FROM pg_stat_all_tables WHERE relid = ?::regclass", table);
+	}
+
+	/** Leaves {@code table} as a freshly loaded table is in production: visible to index-only scans, analyzed. */
+	void vacuumAnalyze(String table) {
+		this.admin.execute("VACUUM ANALYZE " + table);
+	}
+
+	@Override
+	public void close() {
+		this.appPool.close();
+		this.consumerPool.close();
+		this.adminPool.close();
+		try {
+			this.server.close();
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException(ex);
+		}
+	}
+
+}

@@ -1,0 +1,73 @@
+package io.github.pgqueue.benchmarks;
+
+import java.nio.file.Path;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.List;
+
+/**
+ * The benchmark program. Starts one embedded PostgreSQL with pgqueue's migrations, then runs each
+ * scenario of {@code bench.md} for pgqueue, the plain-SQL limit, the same protocol without the
+ * framework, Spring Integration's JDBC channel store and db-queue, printing {@code BENCH} and
+ * {@code RATIO} lines and writing them under {@code target/}. Arguments: see {@link BenchOptions}.
+ */
+public final class BenchmarkMain {
+
+	private BenchmarkMain() {
+	}
+
+	public static void main(String[] args) {
+		int status = 1;
+		try {
+			run(BenchOptions.parse(args));
+			status = 0;
+		}
+		catch (RuntimeException ex) {
+			ex.printStackTrace();
+		}
+		finally {
+			// Consumer threads of a failed scenario may still run; the figures taken are written.
+			System.exit(status);
+		}
+	}
+
+	private static void run(BenchOptions options) {
+		long started = System.nanoTime();
+		try (BenchDatabase database = BenchDatabase.start()) {
+			String machine = "Date " + OffsetDateTime.now(ZoneOffset.UTC).format(DateTimeFormatter.ISO_LOCAL_DATE)
+					+ "; machine: " + Runtime.getRuntime().availableProcessors() + " cores, PostgreSQL "
+					+ database.serverVersion() + " (embedded), Java " + System.getProperty("java.version") + ".";
+			System.out.println("MACHINE " + machine);
+			List<QueueSystem> systems = List.of(new PgQueueSystem(database), new RawSqlSystem(database),
+					new RawSameGuaranteeSystem(database), new SpringIntegrationSystem(database),
+					new DbQueueSystem(database));
+			Results results = new Results();
+			Path output = Path.of("target");
+			BenchContext context = new BenchContext(database, systems, options, results, output);
+			ReportWriter report = new ReportWriter(output, machine, options.quick() ? "quick" : "full");
+			for (String scenario : options.scenarios()) {
+				System.out.println("# " + scenario);
+				run(scenario, context);
+				report.write(results);
+			}
+		}
+		System.out.printf("# done in %.0f s%n", (System.nanoTime() - started) / 1e9);
+	}
+
+	private static void run(String scenario, BenchContext context) {
+		switch (scenario) {
+			case "send" -> new SendScenario(context).runSend();
+			case "send-batch" -> new SendScenario(context).runSendBatch();
+			case "drain" -> new DrainScenario(context).run();
+			case "latency-idle" -> new LatencyIdleScenario(context).run();
+			case "steady" -> new SteadyScenario(context).run();
+			case "backlog" -> new BacklogScenario(context).run();
+			case "idle-cost" -> new IdleCostScenario(context).run();
+			case "churn" -> new ChurnScenario(context).run();
+			case "memory" -> new MemoryScenario(context).run();
+			default -> throw new IllegalArgumentException("Unknown scenario " + scenario);
+		}
+	}
+
+}

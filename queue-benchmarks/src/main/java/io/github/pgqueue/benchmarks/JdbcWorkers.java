@@ -1,0 +1,81 @@
+package io.github.pgqueue.benchmarks;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+
+import javax.sql.DataSource;
+
+/**
+ * The bare JDBC loop of the plain-SQL baselines: N threads, each keeping one connection, polling
+ * until the queue is empty and then waiting for a notification (at most 1 s, like pgqueue's
+ * default poll interval).
+ */
+final class JdbcWorkers implements Consumers {
+
+	/** One worker's statements, prepared on its own connection. */
+	interface Poller {
+
+		/** Receives, handles and completes one batch; returns how many messages it handled. */
+		int poll() throws SQLException;
+
+	}
+
+	/** Prepares a worker's poller on its connection. */
+	interface PollerFactory {
+
+		Poller create(Connection connection) throws SQLException;
+
+	}
+
+	private final List<Thread> threads = new ArrayList<>();
+
+	private final Wakeups wakeups;
+
+	private volatile boolean running = true;
+
+	JdbcWorkers(String name, DataSource dataSource, String queue, int concurrency, PollerFactory pollers) {
+		this.wakeups = new Wakeups(dataSource, queue, concurrency);
+		for (int i = 0; i < concurrency; i++) {
+			int worker = i;
+			Thread thread = new Thread(() -> run(dataSource, worker, pollers), name + "-" + i);
+			this.threads.add(thread);
+			thread.start();
+		}
+	}
+
+	private void run(DataSource dataSource, int worker, PollerFactory pollers) {
+		try (Connection connection = dataSource.getConnection()) {
+			connection.setAutoCommit(true);
+			Poller poller = pollers.create(connection);
+			while (this.running) {
+				if (poller.poll() == 0) {
+					this.wakeups.await(worker, PgQueueSystem.POLL_INTERVAL.toMillis());
+				}
+			}
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException("Baseline worker " + worker + " failed", ex);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+	}
+
+	@Override
+	public void close() {
+		this.running = false;
+		this.wakeups.close();
+		for (Thread thread : this.threads) {
+			try {
+				thread.join(10_000);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				return;
+			}
+		}
+	}
+
+}

@@ -1,0 +1,62 @@
+package io.github.pgqueue.benchmarks;
+
+import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicLongArray;
+
+/**
+ * End-to-end latency by sequence number: when the producer's send returned (its transaction
+ * committed) and when a handler started on the message. A handler may start before the producer
+ * records its commit (NOTIFY is delivered at commit); that latency counts as zero.
+ */
+final class Latencies {
+
+	private final AtomicLongArray committed;
+
+	private final AtomicLongArray started;
+
+	Latencies(int capacity) {
+		this.committed = new AtomicLongArray(capacity);
+		this.started = new AtomicLongArray(capacity);
+	}
+
+	void committed(long sequence) {
+		if (sequence >= 0 && sequence < this.committed.length()) {
+			this.committed.set((int) sequence, System.nanoTime());
+		}
+	}
+
+	void started(long sequence) {
+		if (sequence >= 0 && sequence < this.started.length()) {
+			this.started.compareAndSet((int) sequence, 0, System.nanoTime());
+		}
+	}
+
+	/** Percentiles over every message both sent and started, in milliseconds. */
+	Summary summarize() {
+		long[] nanos = new long[this.committed.length()];
+		int count = 0;
+		for (int i = 0; i < nanos.length; i++) {
+			long sent = this.committed.get(i);
+			long handled = this.started.get(i);
+			if (sent != 0 && handled != 0) {
+				nanos[count++] = Math.max(0, handled - sent);
+			}
+		}
+		long[] sorted = Arrays.copyOf(nanos, count);
+		Arrays.sort(sorted);
+		return new Summary(count, percentile(sorted, 0.50), percentile(sorted, 0.99));
+	}
+
+	private static Double percentile(long[] sorted, double fraction) {
+		if (sorted.length == 0) {
+			return null;
+		}
+		int index = (int) Math.ceil(fraction * sorted.length) - 1;
+		return sorted[Math.max(0, Math.min(sorted.length - 1, index))] / 1_000_000.0;
+	}
+
+	/** The latencies of {@code count} messages. */
+	record Summary(int count, Double p50Millis, Double p99Millis) {
+	}
+
+}

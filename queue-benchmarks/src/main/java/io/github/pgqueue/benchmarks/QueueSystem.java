@@ -1,0 +1,44 @@
+package io.github.pgqueue.benchmarks;
+
+import java.time.Duration;
+import java.util.Optional;
+
+/**
+ * One system under measurement, driven through its own public API: pgqueue, a plain-SQL baseline,
+ * or a peer. Only one system runs at a time; each has its own table or its own queue.
+ */
+interface QueueSystem {
+
+	/** The name the reports use. */
+	String name();
+
+	/** Whether the system claims several messages per statement, so that a batch size applies. */
+	boolean claimsInBatches();
+
+	/** Sends one message in a transaction of its own. */
+	void send(long sequence);
+
+	/** Sends {@code count} messages, numbered from {@code first}, in one transaction. */
+	void sendBatch(long first, int count);
+
+	/** Starts {@code concurrency} consumers that claim up to {@code batchSize} messages at a time. */
+	Consumers startConsumers(int concurrency, int batchSize, MessageHandler handler);
+
+	/** Starts {@code listeners} consumers of one thread each, on as many idle queues, if the system has such. */
+	default Optional<Consumers> startIdleListeners(int listeners) {
+		return Optional.empty();
+	}
+
+	/** Loads {@code count} untracked messages in bulk, visible after {@code delay}; not measured. */
+	void preload(int count, Duration delay);
+
+	/** Messages in the system's queue, visible or not. */
+	long pending();
+
+	/** Empties the system's queue. */
+	void clear();
+
+	/** The table the system keeps its messages in. */
+	String table();
+
+}

@@ -1,0 +1,174 @@
+package io.github.pgqueue.benchmarks;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.internal.QueueSql;
+
+/**
+ * pgqueue's session-mode protocol without the framework: a bare JDBC loop issuing exactly the
+ * statements of {@link QueueSql} (send, send batch, the claim that locks, re-checks and unlocks
+ * what it skipped, the batched ack with unlock). What pgqueue adds on top of this is implementation cost.
+ */
+final class RawSameGuaranteeSystem extends MessageTableSystem {
+
+	/** As the consumer session: candidates looked at beyond the batch before a priority is given up. */
+	private static final int CLAIM_WINDOW = 1000;
+
+	private static final String HEADERS = "{}";
+
+	private final QueueSql sql = new QueueSql("pgqueue");
+
+	private final int namespace;
+
+	RawSameGuaranteeSystem(BenchDatabase database) {
+		super(database);
+		this.namespace = (int) database.queryLong(this.sql.namespace());
+	}
+
+	@Override
+	public String name() {
+		return "raw-sql-same-guarantee";
+	}
+
+	@Override
+	public boolean claimsInBatches() {
+		return true;
+	}
+
+	@Override
+	public void send(long sequence) {
+		try (Connection connection = this.database.appPool().getConnection();
+				PreparedStatement ps = connection.prepareStatement(this.sql.send())) {
+			// 1 queue, 2 payload, 3 headers, 4 priority, 5 not-before, 6 delay ms, 7 max attempts
+			ps.setString(1, QUEUE);
+			ps.setString(2, Payloads.json(sequence));
+			ps.setString(3, HEADERS);
+			ps.setInt(4, 0);
+			ps.setNull(5, java.sql.Types.TIMESTAMP_WITH_TIMEZONE);
+			ps.setLong(6, 0);
+			ps.setNull(7, java.sql.Types.INTEGER);
+			try (ResultSet rs = ps.executeQuery()) {
+				rs.next();
+			}
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException(ex);
+		}
+	}
+
+	@Override
+	public void sendBatch(long first, int count) {
+		String[] payloads = new String[count];
+		for (int i = 0; i < count; i++) {
+			payloads[i] = Payloads.json(first + i);
+		}
+		try (Connection connection = this.database.appPool().getConnection();
+				PreparedStatement ps = connection.prepareStatement(this.sql.sendBatch())) {
+			// 1 queue, 2 headers, 3 priority, 4 not-before, 5 delay ms, 6 max attempts, 7 payloads
+			ps.setString(1, QUEUE);
+			ps.setString(2, HEADERS);
+			ps.setInt(3, 0);
+			ps.setNull(4, java.sql.Types.TIMESTAMP_WITH_TIMEZONE);
+			ps.setLong(5, 0);
+			ps.setNull(6, java.sql.Types.INTEGER);
+			ps.setArray(7, connection.createArrayOf("text", payloads));
+			try (ResultSet rs = ps.executeQuery()) {
+				while (rs.next()) {
+					rs.getLong(1);
+				}
+			}
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException(ex);
+		}
+	}
+
+	@Override
+	public Consumers startConsumers(int concurrency, int batchSize, MessageHandler handler) {
+		return new JdbcWorkers("raw-sg", this.database.consumerPool(), QUEUE, concurrency,
+				(connection) -> new Session(connection, batchSize, handler)::poll);
+	}
+
+	/**
+	 * Binds pgqueue's claim (lock, re-check and count the attempt, unlock what the re-check
+	 * skipped): 1 queue, 2 queue, 3 queue, 4 window, 5 namespace, 6 batch size, 7 queue,
+	 * 8 namespace, 9 payload limit in bytes.
+	 */
+	static void bindClaim(PreparedStatement claim, int batchSize, int namespace) throws SQLException {
+		claim.setString(1, QUEUE);
+		claim.setString(2, QUEUE);
+		claim.setString(3, QUEUE);
+		claim.setInt(4, batchSize + CLAIM_WINDOW);
+		claim.setInt(5, namespace);
+		claim.setInt(6, batchSize);
+		claim.setString(7, QUEUE);
+		claim.setInt(8, namespace);
+		claim.setInt(9, QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
+	}
+
+	/** One worker's session: its backend pid guards the ack, as in pgqueue. */
+	private final class Session {
+
+		private final Connection connection;
+
+		private final int batchSize;
+
+		private final MessageHandler handler;
+
+		private final int pid;
+
+		private final PreparedStatement claim;
+
+		private final PreparedStatement ack;
+
+		Session(Connection connection, int batchSize, MessageHandler handler) throws SQLException {
+			this.connection = connection;
+			this.batchSize = batchSize;
+			this.handler = handler;
+			try (PreparedStatement ps = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.backendPid());
+					ResultSet rs = ps.executeQuery()) {
+				rs.next();
+				this.pid = rs.getInt(1);
+			}
+			this.claim = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.claim());
+			this.ack = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.ack());
+		}
+
+		int poll() throws SQLException {
+			int ns = RawSameGuaranteeSystem.this.namespace;
+			bindClaim(this.claim, this.batchSize, ns);
+			Map<Long, String> claimed = new LinkedHashMap<>();
+			try (ResultSet rs = this.claim.executeQuery()) {
+				while (rs.next()) {
+					// Column 5 (priority) is null for a row the re-check skipped; it is already unlocked.
+					if (rs.getObject(5) != null) {
+						claimed.put(rs.getLong(1), rs.getString(3));
+					}
+				}
+			}
+			for (String payload : claimed.values()) {
+				this.handler.onMessage(Payloads.sequence(payload));
+			}
+			if (!claimed.isEmpty()) {
+				// ack: 1 ids, 2 pid, 3 namespace
+				this.ack.setArray(1, this.connection.createArrayOf("bigint", claimed.keySet().toArray(new Long[0])));
+				this.ack.setInt(2, this.pid);
+				this.ack.setInt(3, ns);
+				try (ResultSet rs = this.ack.executeQuery()) {
+					while (rs.next()) {
+						rs.getLong(1);
+					}
+				}
+			}
+			return claimed.size();
+		}
+
+	}
+
+}

@@ -1,0 +1,103 @@
+package io.github.pgqueue.benchmarks;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+
+/**
+ * The physical limit: the best plain SQL on pgqueue's own table. A single {@code INSERT} per send,
+ * a multi-row {@code INSERT} per batch, and receive + ack in one delete-on-read statement
+ * (at-most-once: a consumer that dies after it loses the batch).
+ */
+final class RawSqlSystem extends MessageTableSystem {
+
+	private static final String INSERT_ONE = "INSERT INTO pgqueue.message (queue, payload) VALUES (?, ?::jsonb)";
+
+	// ORDER BY follows the claim index (queue, priority, visible_at, id), which is pgqueue's own
+	// delivery order; "ORDER BY priority, id" would have to sort every visible row of a priority.
+	private static final String RECEIVE = """
+			DELETE FROM pgqueue.message
+			 WHERE id IN (SELECT id FROM pgqueue.message
+			               WHERE queue = ? AND visible_at <= now()
+			               ORDER BY priority, visible_at, id
+			               LIMIT ? FOR UPDATE SKIP LOCKED)
+			RETURNING payload::text""";
+
+	private final String[] multiRowInserts = new String[1001];
+
+	RawSqlSystem(BenchDatabase database) {
+		super(database);
+	}
+
+	@Override
+	public String name() {
+		return "raw-sql";
+	}
+
+	@Override
+	public boolean claimsInBatches() {
+		return true;
+	}
+
+	@Override
+	public void send(long sequence) {
+		try (Connection connection = this.database.appPool().getConnection();
+				PreparedStatement ps = connection.prepareStatement(INSERT_ONE)) {
+			ps.setString(1, QUEUE);
+			ps.setString(2, Payloads.json(sequence));
+			ps.executeUpdate();
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException(ex);
+		}
+	}
+
+	@Override
+	public void sendBatch(long first, int count) {
+		try (Connection connection = this.database.appPool().getConnection();
+				PreparedStatement ps = connection.prepareStatement(multiRowInsert(count))) {
+			for (int i = 0; i < count; i++) {
+				ps.setString(2 * i + 1, QUEUE);
+				ps.setString(2 * i + 2, Payloads.json(first + i));
+			}
+			ps.executeUpdate();
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException(ex);
+		}
+	}
+
+	private String multiRowInsert(int count) {
+		String sql = this.multiRowInserts[count];
+		if (sql == null) {
+			StringBuilder builder = new StringBuilder("INSERT INTO pgqueue.message (queue, payload) VALUES ");
+			for (int i = 0; i < count; i++) {
+				builder.append((i == 0) ? "" : ", ").append("(?, ?::jsonb)");
+			}
+			sql = builder.toString();
+			this.multiRowInserts[count] = sql;
+		}
+		return sql;
+	}
+
+	@Override
+	public Consumers startConsumers(int concurrency, int batchSize, MessageHandler handler) {
+		return new JdbcWorkers("raw-sql", this.database.consumerPool(), QUEUE, concurrency, (connection) -> {
+			PreparedStatement receive = connection.prepareStatement(RECEIVE);
+			return () -> {
+				receive.setString(1, QUEUE);
+				receive.setInt(2, batchSize);
+				int handled = 0;
+				try (ResultSet rs = receive.executeQuery()) {
+					while (rs.next()) {
+						handler.onMessage(Payloads.sequence(rs.getString(1)));
+						handled++;
+					}
+				}
+				return handled;
+			};
+		});
+	}
+
+}

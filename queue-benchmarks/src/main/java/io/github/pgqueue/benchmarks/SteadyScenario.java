@@ -1,0 +1,62 @@
+package io.github.pgqueue.benchmarks;
+
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * {@code steady}: two producer threads sending single messages flat out while four consumer
+ * threads (pgqueue's default batch size) handle them, for 60 s. The rate reported is the rate out;
+ * the rate in and what was left unhandled are extra columns. Latency: send commit to handler start,
+ * over the messages handled by 15 s after the producers stopped.
+ */
+final class SteadyScenario {
+
+	static final int PRODUCERS = 2;
+
+	static final int CONSUMERS = 4;
+
+	private final BenchContext context;
+
+	SteadyScenario(BenchContext context) {
+		this.context = context;
+	}
+
+	void run() {
+		for (QueueSystem system : this.context.systems()) {
+			system.clear();
+			this.context.database().vacuumAnalyze(system.table());
+			int batchSize = system.claimsInBatches() ? PgQueueSystem.DEFAULT_BATCH_SIZE : 1;
+			Latencies latencies = new Latencies(4_000_000);
+			LongAdder handled = new LongAdder();
+			long sent;
+			long out;
+			double seconds;
+			try (Consumers consumers = system.startConsumers(CONSUMERS, batchSize, (n) -> {
+				latencies.started(n);
+				handled.increment();
+			})) {
+				long started = System.nanoTime();
+				sent = Producers.run(PRODUCERS, this.context.options().steady(), new AtomicLong(), 1, (first, count) -> {
+					system.send(first);
+					latencies.committed(first);
+				});
+				out = handled.sum();
+				seconds = (System.nanoTime() - started) / 1e9;
+				long deadline = System.nanoTime() + 15_000_000_000L;
+				while (handled.sum() < sent && System.nanoTime() < deadline) {
+					BenchContext.pause(10);
+				}
+			}
+			Latencies.Summary summary = latencies.summarize();
+			this.context.results()
+				.add(new BenchRow("steady", system.name(), CONSUMERS, String.valueOf(batchSize), out, out / seconds,
+						summary.p50Millis(), summary.p99Millis(), java.util.Map.of())
+					.with("producers", PRODUCERS)
+					.with("in_msgs_per_s", sent / seconds)
+					.with("unhandled", Math.max(0, sent - summary.count())));
+			system.clear();
+		}
+		this.context.results().ratios("steady");
+	}
+
+}

@@ -1,0 +1,90 @@
+package io.github.pgqueue.benchmarks;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+
+import javax.sql.DataSource;
+
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+
+/**
+ * The plain-SQL baselines' LISTEN connection: the notification pgqueue's insert trigger sends wakes
+ * the baseline's idle workers, so that they wait on NOTIFY like pgqueue and not on a short sleep.
+ */
+final class Wakeups implements AutoCloseable {
+
+	private final Semaphore[] workers;
+
+	private final Thread thread;
+
+	private volatile boolean running = true;
+
+	Wakeups(DataSource dataSource, String queue, int workerCount) {
+		this.workers = new Semaphore[workerCount];
+		for (int i = 0; i < workerCount; i++) {
+			this.workers[i] = new Semaphore(0);
+		}
+		this.thread = new Thread(() -> listen(dataSource, queue), "raw-listen");
+		this.thread.setDaemon(true);
+		this.thread.start();
+	}
+
+	private void listen(DataSource dataSource, String queue) {
+		try (Connection connection = dataSource.getConnection()) {
+			connection.setAutoCommit(true);
+			try (Statement statement = connection.createStatement()) {
+				statement.execute("LISTEN pgqueue");
+			}
+			PGConnection pg = connection.unwrap(PGConnection.class);
+			while (this.running) {
+				PGNotification[] notifications = pg.getNotifications(250);
+				if (notifications == null) {
+					continue;
+				}
+				for (PGNotification notification : notifications) {
+					if (queue.equals(notification.getParameter())) {
+						wakeAll();
+						break;
+					}
+				}
+			}
+		}
+		catch (SQLException ex) {
+			if (this.running) {
+				throw new IllegalStateException("The baseline's LISTEN connection failed", ex);
+			}
+		}
+	}
+
+	/** Waits until a notification arrives or {@code millis} pass. */
+	void await(int worker, long millis) throws InterruptedException {
+		if (this.workers[worker].tryAcquire(millis, TimeUnit.MILLISECONDS)) {
+			this.workers[worker].drainPermits();
+		}
+	}
+
+	void wakeAll() {
+		for (Semaphore worker : this.workers) {
+			if (worker.availablePermits() == 0) {
+				worker.release();
+			}
+		}
+	}
+
+	@Override
+	public void close() {
+		this.running = false;
+		wakeAll();
+		try {
+			this.thread.join(2_000);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+	}
+
+}

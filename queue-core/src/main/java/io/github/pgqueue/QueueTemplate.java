@@ -77,8 +77,14 @@ public final class QueueTemplate implements QueueOperations {
 		QueueNames.requireQueue(queue);
 		Objects.requireNonNull(options, "SendOptions must not be null");
 		String json = checkSize(queue, this.converter.write(requirePayload(payload, queue)));
-		Long id = this.jdbc.execute(this.sql.send(), (PreparedStatement ps) -> {
-			bindOptions(ps, 1, queue, options);
+		boolean plain = options.isDefault();
+		Long id = this.jdbc.execute(plain ? this.sql.sendPlain() : this.sql.send(), (PreparedStatement ps) -> {
+			if (plain) {
+				ps.setString(1, queue);
+			}
+			else {
+				bindOptions(ps, 1, queue, options);
+			}
 			ps.setString(2, json);
 			try (ResultSet rs = ps.executeQuery()) {
 				rs.next();

@@ -37,6 +37,12 @@ public final class SendOptions {
 		return new Builder();
 	}
 
+	/** Whether these are the defaults: priority 0, no delay, no headers, the queue's max attempts. */
+	public boolean isDefault() {
+		return this.priority == 0 && this.delay.isZero() && this.notBefore == null && this.headers.isEmpty()
+				&& this.maxAttempts == null;
+	}
+
 	/** Lower is delivered first; default 0. */
 	public int priority() {
 		return this.priority;

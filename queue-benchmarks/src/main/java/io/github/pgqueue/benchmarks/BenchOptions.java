@@ -7,10 +7,11 @@ import java.util.Set;
 
 /**
  * The command line: {@code quick} (send, send-batch, drain and latency-idle at reduced size) or
- * {@code full} (every scenario); {@code only=a,b} to pick scenarios; {@code churn-seconds=N} and
- * {@code steady-seconds=N}. A leading {@code --} on any of them is accepted.
+ * {@code full} (every scenario); {@code only=a,b} to pick scenarios; {@code churn-seconds=N},
+ * {@code steady-seconds=N} and {@code steady-rate=N} (messages/s the producers of steady and churn
+ * send together, 0 for flat out; default 2000). A leading {@code --} on any of them is accepted.
  */
-record BenchOptions(boolean quick, Set<String> scenarios, Duration steady, Duration churn) {
+record BenchOptions(boolean quick, Set<String> scenarios, Duration steady, Duration churn, double steadyRate) {
 
 	static final List<String> ALL = List.of("send", "send-batch", "drain", "latency-idle", "steady", "backlog",
 			"idle-cost", "churn", "memory");
@@ -22,6 +23,7 @@ record BenchOptions(boolean quick, Set<String> scenarios, Duration steady, Durat
 		Set<String> only = null;
 		Duration steady = Duration.ofSeconds(60);
 		Duration churn = Duration.ofSeconds(180);
+		double steadyRate = 2000;
 		for (String raw : String.join(" ", args).trim().split("\\s+")) {
 			String arg = raw.startsWith("--") ? raw.substring(2) : raw;
 			if (arg.isEmpty() || arg.equals("full")) {
@@ -37,12 +39,15 @@ record BenchOptions(boolean quick, Set<String> scenarios, Duration steady, Durat
 			else if (arg.startsWith("steady-seconds=")) {
 				steady = Duration.ofSeconds(Long.parseLong(arg.substring(15)));
 			}
+			else if (arg.startsWith("steady-rate=")) {
+				steadyRate = Double.parseDouble(arg.substring(12));
+			}
 			else if (arg.startsWith("churn-seconds=")) {
 				churn = Duration.ofSeconds(Long.parseLong(arg.substring(14)));
 			}
 			else {
 				throw new IllegalArgumentException("Unknown argument '" + raw + "'; expected quick, full, only=a,b, "
-						+ "steady-seconds=N or churn-seconds=N");
+						+ "steady-seconds=N, steady-rate=N or churn-seconds=N");
 			}
 		}
 		Set<String> scenarios = new LinkedHashSet<>(quick ? QUICK : ALL);
@@ -52,7 +57,7 @@ record BenchOptions(boolean quick, Set<String> scenarios, Duration steady, Durat
 				scenarios.addAll(only);
 			}
 		}
-		return new BenchOptions(quick, scenarios, steady, churn);
+		return new BenchOptions(quick, scenarios, steady, churn, steadyRate);
 	}
 
 	private static void requireKnown(String scenario) {

@@ -50,7 +50,7 @@ final class ChurnScenario {
 				}
 			}, "churn-sampler");
 			probe.start();
-			sent = Producers.run(SteadyScenario.PRODUCERS, duration, new AtomicLong(), 1,
+			sent = Producers.run(SteadyScenario.PRODUCERS, duration, this.context.options().steadyRate(), new AtomicLong(), 1,
 					(first, count) -> system.send(first));
 			probe.interrupt();
 			try {

@@ -9,7 +9,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicLong;
 
-/** Producer threads that send flat out for a while, numbering their messages from one counter. */
+/** Producer threads that send for a while, flat out or at a fixed rate, numbering their messages from one counter. */
 final class Producers {
 
 	/** One send of {@code count} messages numbered from {@code first}. */
@@ -23,8 +23,18 @@ final class Producers {
 	private Producers() {
 	}
 
-	/** Runs {@code threads} producers for {@code duration}; returns how many messages they sent. */
+	/** Runs {@code threads} producers flat out for {@code duration}; returns how many messages they sent. */
 	static long run(int threads, Duration duration, AtomicLong sequence, int perSend, Send send) {
+		return run(threads, duration, 0, sequence, perSend, send);
+	}
+
+	/**
+	 * Runs {@code threads} producers for {@code duration}, together at most {@code ratePerSecond}
+	 * messages a second (0: flat out); returns how many messages they sent.
+	 */
+	static long run(int threads, Duration duration, double ratePerSecond, AtomicLong sequence, int perSend,
+			Send send) {
+		long intervalNanos = (ratePerSecond > 0) ? (long) (1e9 * threads * perSend / ratePerSecond) : 0;
 		ExecutorService executor = Executors.newFixedThreadPool(threads);
 		long deadline = System.nanoTime() + duration.toNanos();
 		try {
@@ -32,7 +42,15 @@ final class Producers {
 			for (int i = 0; i < threads; i++) {
 				futures.add(executor.submit(() -> {
 					long sent = 0;
+					long next = System.nanoTime();
 					while (System.nanoTime() < deadline) {
+						if (intervalNanos > 0) {
+							long wait = next - System.nanoTime();
+							if (wait > 0) {
+								java.util.concurrent.locks.LockSupport.parkNanos(wait);
+							}
+							next += intervalNanos;
+						}
 						send.send(sequence.getAndAdd(perSend), perSend);
 						sent += perSend;
 					}

@@ -36,7 +36,8 @@ final class SteadyScenario {
 				handled.increment();
 			})) {
 				long started = System.nanoTime();
-				sent = Producers.run(PRODUCERS, this.context.options().steady(), new AtomicLong(), 1, (first, count) -> {
+				sent = Producers.run(PRODUCERS, this.context.options().steady(), this.context.options().steadyRate(),
+						new AtomicLong(), 1, (first, count) -> {
 					system.send(first);
 					latencies.committed(first);
 				});
@@ -52,6 +53,7 @@ final class SteadyScenario {
 				.add(new BenchRow("steady", system.name(), CONSUMERS, String.valueOf(batchSize), out, out / seconds,
 						summary.p50Millis(), summary.p99Millis(), java.util.Map.of())
 					.with("producers", PRODUCERS)
+					.with("target_in_msgs_per_s", this.context.options().steadyRate())
 					.with("in_msgs_per_s", sent / seconds)
 					.with("unhandled", Math.max(0, sent - summary.count())));
 			system.clear();

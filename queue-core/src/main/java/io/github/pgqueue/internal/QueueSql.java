@@ -19,6 +19,8 @@ public final class QueueSql {
 
 	private final String sendBatch;
 
+	private final String sendPlain;
+
 	private final String claim;
 
 	private final String ack;
@@ -67,6 +69,9 @@ public final class QueueSql {
 				INSERT INTO %s.message (queue, payload, headers, priority, visible_at, max_attempts)
 				VALUES (?, ?::jsonb, ?::jsonb, ?, COALESCE(?, now() + ? * interval '1 millisecond'), ?)
 				RETURNING id""".formatted(s);
+
+		// 1 queue, 2 payload. The send without options: the column defaults apply.
+		this.sendPlain = "INSERT INTO %s.message (queue, payload) VALUES (?, ?::jsonb) RETURNING id".formatted(s);
 
 		// 1 queue, 2 payloads text[], 3 headers, 4 priority, 5 not-before, 6 delay ms, 7 max attempts.
 		// One statement per batch; ids come from one sequence, so sorted ids follow input order.
@@ -291,6 +296,10 @@ public final class QueueSql {
 
 	public String send() {
 		return this.send;
+	}
+
+	public String sendPlain() {
+		return this.sendPlain;
 	}
 
 	public String sendBatch() {

@@ -130,22 +130,62 @@ class DeliveryProtocolIntegrationTests {
 	}
 
 	@Test
-	void aBatchOfATerminatedSessionIsRedeliveredWholeAndTheSessionRefusesToAck() {
+	void aBatchOfATerminatedSessionIsRedeliveredOneMessageAtATimeAndTheSessionRefusesToAck() {
 		List<Long> sent = sendMany("batch", 5);
 		ConsumerSession dying = this.template.openSession();
 		List<ClaimedMessage> first = dying.claim("batch", 5).messages();
 		assertThat(first).hasSize(5);
 		terminateSessionsHoldingLocks();
+		List<Long> redelivered = new ArrayList<>();
 		try (ConsumerSession other = this.template.openSession()) {
-			List<ClaimedMessage> second = other.claim("batch", 10).messages();
-			assertThat(second).extracting(ClaimedMessage::id).containsExactlyElementsOf(sent);
-			assertThat(second).extracting(ClaimedMessage::attempt).containsOnly(2);
+			for (int i = 0; i < 5; i++) {
+				List<ClaimedMessage> suspect = other.claim("batch", 10).messages();
+				assertThat(suspect).as("a message whose consumer died is claimed alone").hasSize(1);
+				assertThat(suspect.get(0).attempt()).isEqualTo(2);
+				redelivered.add(suspect.get(0).id());
+				other.ack(List.of(suspect.get(0).id()));
+			}
 			assertThatThrownBy(() -> dying.ack(sent)).isInstanceOf(LeaseLostException.class);
 			assertThat(dying.isLost()).isTrue();
 			assertThatThrownBy(() -> dying.claim("batch", 1)).isInstanceOf(LeaseLostException.class);
-			other.ack(sent);
 		}
+		assertThat(redelivered).containsExactlyElementsOf(sent);
 		dying.close();
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	@Test
+	void aMessageThatKillsItsConsumerBurnsOnlyItsOwnAttempts() {
+		this.template.declare(QueueDefinition.of("mixed").withMaxAttempts(2));
+		List<Long> sent = sendMany("mixed", 6);
+		long poison = sent.get(2);
+		Map<Long, Integer> acked = new java.util.HashMap<>();
+		for (int round = 0; round < 20 && acked.size() < 5; round++) {
+			ConsumerSession session = this.template.openSession();
+			List<ClaimedMessage> batch = session.claim("mixed", 10).messages();
+			List<Long> done = new ArrayList<>();
+			boolean died = false;
+			for (ClaimedMessage message : batch) {
+				if (message.id() == poison) {
+					terminateSessionsHoldingLocks(); // the handler kills its consumer
+					died = true;
+					break;
+				}
+				done.add(message.id());
+				acked.put(message.id(), message.attempt());
+			}
+			if (!died) {
+				session.ack(done);
+			}
+			session.close();
+		}
+		assertThat(acked.keySet()).containsExactlyInAnyOrderElementsOf(sent.stream().filter((id) -> id != poison).toList());
+		assertThat(acked.values()).as("one attempt lost with the first crash at most").allMatch((attempt) -> attempt <= 2);
+		try (ConsumerSession session = this.template.openSession()) {
+			session.claim("mixed", 10); // dead-letters the poison if no claim in the loop did yet
+		}
+		assertThat(this.jdbc.queryForObject("SELECT queue FROM pgqueue.message WHERE id = ?", String.class, poison))
+			.isEqualTo("mixed.dlq");
 		assertThat(advisoryLocks()).isZero();
 	}
 
@@ -163,7 +203,9 @@ class DeliveryProtocolIntegrationTests {
 		long healthy = this.template.send("poison", "fine");
 		try (ConsumerSession session = this.template.openSession()) {
 			ConsumerSession.Claim claim = session.claim("poison", 10);
-			assertThat(claim.deadLettered()).isEqualTo(1);
+			assertThat(claim.deadLettered()).as("the suspect is claimed alone, and is exhausted").isEqualTo(1);
+			assertThat(claim.messages()).isEmpty();
+			claim = session.claim("poison", 10);
 			assertThat(claim.messages()).extracting(ClaimedMessage::id).containsExactly(healthy);
 			session.ack(List.of(healthy));
 		}

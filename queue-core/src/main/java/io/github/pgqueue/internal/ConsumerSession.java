@@ -273,8 +273,11 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 		checkNotLost();
 		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.unlock())) {
-			ps.setInt(1, this.namespace);
-			ps.setArray(2, longArray(ids));
+			Array array = longArray(ids);
+			ps.setArray(1, array);
+			ps.setInt(2, this.namespace);
+			ps.setArray(3, array);
+			ps.setInt(4, this.namespace);
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {
 					this.held.remove(rs.getLong(1));

@@ -98,7 +98,11 @@ public final class QueueSql {
 		// (EvalPlanQual), skipping it if it is gone, moved to another queue or no longer visible.
 		// It also counts the attempt, so a message that kills its consumer is still dead-lettered.
 		//
-		// The final select unlocks at once every locked row the re-check skipped, and returns the
+		// chosen: a locked row whose claim_open is still true was held by a consumer that died
+		// (every row a live consumer holds is locked, so not here). If there is one, it is claimed
+		// alone: a message that kills its consumer then burns its own attempts, not its neighbours'.
+		//
+		// The final select unlocks at once every locked row not claimed, and returns the
 		// claimed rows with their queue's policy; a payload above the limit is not sent (its text is
 		// null and its size says why).
 		this.claim = """
@@ -112,19 +116,24 @@ public final class QueueSql {
 				     WHERE p.priority IS NOT NULL
 				),
 				locked AS (
-				    SELECT c.id
+				    SELECT c.id, c.claim_open, row_number() OVER () AS n
 				      FROM priorities p
 				     CROSS JOIN LATERAL (
-				            SELECT m.id FROM %1$s.message m
+				            SELECT m.id, m.claim_open FROM %1$s.message m
 				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
 				             ORDER BY m.visible_at, m.id
 				             LIMIT ?) c
 				     WHERE pg_try_advisory_lock(?, c.id::bit(32)::int4)
 				     LIMIT ?
 				),
+				chosen AS (
+				    SELECT id FROM locked WHERE NOT EXISTS (SELECT 1 FROM locked WHERE claim_open)
+				    UNION ALL
+				    (SELECT id FROM locked WHERE claim_open ORDER BY n LIMIT 1)
+				),
 				claimed AS (
-				    UPDATE %1$s.message m SET attempts = m.attempts + 1
-				      FROM locked l
+				    UPDATE %1$s.message m SET attempts = m.attempts + 1, claim_open = true
+				      FROM chosen l
 				     WHERE m.id = l.id AND m.queue = ? AND m.visible_at <= now()
 				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
 				              m.max_attempts, m.created_at, m.last_error
@@ -159,7 +168,7 @@ public final class QueueSql {
 		this.retry = """
 				UPDATE %s.message m
 				   SET visible_at = now() + r.delay_ms * interval '1 millisecond',
-				       last_error = COALESCE(r.error, m.last_error)
+				       last_error = COALESCE(r.error, m.last_error), claim_open = false
 				  FROM unnest(?::bigint[], ?::bigint[], ?::text[]) AS r(id, delay_ms, error)
 				 WHERE m.id = r.id AND pg_backend_pid() = ?
 				RETURNING m.id, pg_advisory_unlock(?, m.id::bit(32)::int4)""".formatted(s);
@@ -170,7 +179,7 @@ public final class QueueSql {
 		this.deadLetter = """
 				WITH moved AS (
 				    UPDATE %s.message m
-				       SET queue = d.dlq, attempts = 0, visible_at = now(), last_error = d.error,
+				       SET queue = d.dlq, attempts = 0, visible_at = now(), last_error = d.error, claim_open = false,
 				           headers = m.headers || jsonb_build_object(
 				               'pgqueue-dead-lettered-from', m.queue,
 				               'pgqueue-dead-lettered-attempts', m.attempts::text)
@@ -179,10 +188,18 @@ public final class QueueSql {
 				    RETURNING m.id, m.queue, pg_advisory_unlock(?, m.id::bit(32)::int4) AS unlocked)
 				SELECT id, unlocked, pg_notify(?, queue) FROM moved""".formatted(s);
 
-		// 1 namespace, 2 ids. Releases locks without touching the rows.
+		// 1 ids, 2 namespace, 3 namespace, 4 ids. Releases messages unchanged but for claim_open, and
+		// unlocks ids whose rows are gone (deleted by hand under our lock).
 		this.unlock = """
-				SELECT t.id, pg_advisory_unlock(?, t.id::bit(32)::int4)
-				  FROM unnest(?::bigint[]) AS t(id)""";
+				WITH released AS (
+				    UPDATE %1$s.message m SET claim_open = false
+				     WHERE m.id = ANY(?)
+				    RETURNING m.id, pg_advisory_unlock(?, m.id::bit(32)::int4))
+				SELECT id FROM released
+				UNION ALL
+				SELECT t.id FROM unnest(?::bigint[]) AS t(id)
+				 WHERE CASE WHEN t.id NOT IN (SELECT id FROM released)
+				            THEN pg_advisory_unlock(?, t.id::bit(32)::int4) ELSE false END""".formatted(s);
 
 		// 1 queue, 2 id, 3 namespace, 4 namespace. Seed 000's cancel: deletes the message only if
 		// no consumer holds it; the lock is taken and released within the statement.
@@ -234,7 +251,7 @@ public final class QueueSql {
 		this.redrive = """
 				WITH moved AS (
 				    UPDATE %1$s.message m
-				       SET queue = ?, attempts = 0, visible_at = now()
+				       SET queue = ?, attempts = 0, visible_at = now(), claim_open = false
 				     WHERE m.id IN (SELECT d.id FROM %1$s.message d
 				                     WHERE d.queue = ? AND NOT EXISTS (
 				                           SELECT 1 FROM pg_locks l

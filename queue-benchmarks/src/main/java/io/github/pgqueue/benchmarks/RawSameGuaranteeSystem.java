@@ -104,12 +104,13 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 		claim.setString(1, QUEUE);
 		claim.setString(2, QUEUE);
 		claim.setString(3, QUEUE);
-		claim.setInt(4, batchSize + CLAIM_WINDOW);
-		claim.setInt(5, namespace);
-		claim.setInt(6, batchSize);
-		claim.setString(7, QUEUE);
-		claim.setInt(8, namespace);
-		claim.setInt(9, QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
+		claim.setBoolean(4, true);
+		claim.setInt(5, batchSize + CLAIM_WINDOW);
+		claim.setInt(6, namespace);
+		claim.setInt(7, batchSize);
+		claim.setString(8, QUEUE);
+		claim.setInt(9, namespace);
+		claim.setInt(10, QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
 	}
 
 	/** One worker's session: its backend pid guards the ack, as in pgqueue. */

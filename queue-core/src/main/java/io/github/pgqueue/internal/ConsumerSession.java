@@ -132,6 +132,15 @@ public final class ConsumerSession implements AutoCloseable {
 	 * dead-lettered here and not returned.
 	 */
 	public Claim claim(String queue, int max) {
+		return claim(queue, max, true);
+	}
+
+	/**
+	 * Claims like {@link #claim(String, int)}; with {@code mayTakeOpen} false it leaves alone the
+	 * messages whose consumer died (claim_open), so that a process runs at most one of those at a
+	 * time: if it is what kills the process, nothing else of that kind dies with it.
+	 */
+	public Claim claim(String queue, int max, boolean mayTakeOpen) {
 		if (!this.held.isEmpty()) {
 			throw new IllegalStateException("Session " + this.backendPid + " still holds " + this.held
 					+ "; complete them before claiming more");
@@ -144,12 +153,13 @@ public final class ConsumerSession implements AutoCloseable {
 				ps.setString(1, queue);
 				ps.setString(2, queue);
 				ps.setString(3, queue);
-				ps.setInt(4, max + QueueSql.CLAIM_WINDOW);
-				ps.setInt(5, this.namespace);
-				ps.setInt(6, max);
-				ps.setString(7, queue);
-				ps.setInt(8, this.namespace);
-				ps.setInt(9, this.maxPayloadBytes);
+				ps.setBoolean(4, mayTakeOpen);
+				ps.setInt(5, max + QueueSql.CLAIM_WINDOW);
+				ps.setInt(6, this.namespace);
+				ps.setInt(7, max);
+				ps.setString(8, queue);
+				ps.setInt(9, this.namespace);
+				ps.setInt(10, this.maxPayloadBytes);
 				try (ResultSet rs = ps.executeQuery()) {
 					while (rs.next()) {
 						if (rs.getObject(5) == null) {

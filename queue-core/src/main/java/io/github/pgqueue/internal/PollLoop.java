@@ -51,6 +51,12 @@ public final class PollLoop implements Runnable {
 
 	private final RetryBackoff backoff = new RetryBackoff();
 
+	/**
+	 * One poller per process at a time may claim a message whose consumer died: if that message
+	 * is what kills the process, no other such message dies with it again and again.
+	 */
+	private static final Semaphore SUSPECTS = new Semaphore(1);
+
 	private volatile boolean running = true;
 
 	private volatile boolean connected;
@@ -152,14 +158,23 @@ public final class PollLoop implements Runnable {
 		List<String> queues = this.endpoint.queues();
 		for (int i = 0; i < queues.size() && this.running; i++) {
 			String queue = queues.get((this.nextQueue + i) % queues.size());
-			ConsumerSession.Claim claim = this.session.claim(queue, this.endpoint.batchSize());
-			this.metrics.processed(queue, Outcome.DEAD, claim.deadLettered());
-			if (!claim.messages().isEmpty()) {
-				found = true;
-				if (claim.messages().size() == this.endpoint.batchSize()) {
-					this.wakeSiblings.run();
+			// One poller per process at a time may take a message whose consumer died.
+			boolean mayTakeOpen = SUSPECTS.tryAcquire();
+			try {
+				ConsumerSession.Claim claim = this.session.claim(queue, this.endpoint.batchSize(), mayTakeOpen);
+				this.metrics.processed(queue, Outcome.DEAD, claim.deadLettered());
+				if (!claim.messages().isEmpty()) {
+					found = true;
+					if (claim.messages().size() == this.endpoint.batchSize()) {
+						this.wakeSiblings.run();
+					}
+					dispatch(queue, claim.messages());
 				}
-				dispatch(queue, claim.messages());
+			}
+			finally {
+				if (mayTakeOpen) {
+					SUSPECTS.release();
+				}
 			}
 		}
 		this.nextQueue++;

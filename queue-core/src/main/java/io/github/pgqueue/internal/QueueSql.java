@@ -82,8 +82,8 @@ public final class QueueSql {
 				 ORDER BY p.n
 				RETURNING id""".formatted(s);
 
-		// 1 queue, 2 queue, 3 queue, 4 window, 5 namespace, 6 batch size, 7 queue, 8 namespace,
-		// 9 payload limit in bytes.
+		// 1 queue, 2 queue, 3 queue, 4 may take a message whose consumer died, 5 window,
+		// 6 namespace, 7 batch size, 8 queue, 9 namespace, 10 payload limit in bytes.
 		//
 		// locked: walks the claim index priority by priority (a loose index scan, so a priority that
 		// only holds delayed messages costs one probe), tests queue and visibility before the lock,
@@ -121,6 +121,7 @@ public final class QueueSql {
 				     CROSS JOIN LATERAL (
 				            SELECT m.id, m.claim_open FROM %1$s.message m
 				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
+				               AND (? OR NOT m.claim_open)
 				             ORDER BY m.visible_at, m.id
 				             LIMIT ?) c
 				     WHERE pg_try_advisory_lock(?, c.id::bit(32)::int4)

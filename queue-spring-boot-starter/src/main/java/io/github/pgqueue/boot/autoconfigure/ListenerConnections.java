@@ -81,9 +81,9 @@ final class ListenerConnections implements DisposableBean {
 		HikariDataSource shared = unwrapHikari(this.applicationDataSource);
 		if (shared != null && shared.getMaximumPoolSize() < needed + 2) {
 			throw new IllegalStateException("pgqueue listeners need " + needed + " connections (" + pollers
-					+ " pollers + 1 LISTEN) from the application's pool, but its maximum-pool-size is "
-					+ shared.getMaximumPoolSize() + ", which would leave " + (shared.getMaximumPoolSize() - needed)
-					+ " for the application; raise spring.datasource.hikari.maximum-pool-size to at least "
+					+ " pollers + 1 LISTEN) from the application's pool and should leave it at least 2, but its "
+					+ "maximum-pool-size is " + shared.getMaximumPoolSize()
+					+ "; raise spring.datasource.hikari.maximum-pool-size to at least "
 					+ (needed + 2) + " or set pgqueue.listener.dedicated-pool=true");
 		}
 	}

@@ -1,0 +1,21 @@
+package io.github.pgqueue.reliability;
+
+/** A fault a {@link Job} asks its handler to inject after the delivery is recorded. */
+public enum Fault {
+
+	/** Return normally: the container acks the message. */
+	NONE,
+
+	/** Throw on every attempt: retried with back-off, then dead-lettered. */
+	THROW,
+
+	/** Halt the consumer JVM on every attempt, as a crash or an OOM kill would. */
+	HALT,
+
+	/**
+	 * On the first attempt, terminate the session holding the message at the very end of the
+	 * handler and return normally: the handler is done, the ack can no longer happen.
+	 */
+	TERMINATE_BEFORE_ACK
+
+}

@@ -1,0 +1,78 @@
+package io.github.pgqueue.reliability;
+
+import io.github.pgqueue.QueueMessage;
+import io.github.pgqueue.annotation.QueueListener;
+import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import org.springframework.beans.factory.ObjectProvider;
+
+/**
+ * Handles {@link Job} payloads: records the delivery, works for the job's time, then injects the
+ * job's fault.
+ */
+public class JobListener {
+
+	/** The exit status of a JVM halted by a job. */
+	public static final int HALT_STATUS = 99;
+
+	private static final Logger logger = LoggerFactory.getLogger(JobListener.class);
+
+	/**
+	 * Set by the handler about to halt: from then on no handler of this JVM records a delivery,
+	 * so that what it wrote down as the JVM's claims is all a halt can leave unacked.
+	 */
+	private static volatile boolean halting;
+
+	private final DeliveryRecorder recorder;
+
+	private final ObjectProvider<QueueListenerEndpointRegistry> registry;
+
+	public JobListener(DeliveryRecorder recorder, ObjectProvider<QueueListenerEndpointRegistry> registry) {
+		this.recorder = recorder;
+		this.registry = registry;
+	}
+
+	@QueueListener(id = "chaos", queues = "${chaos.queue}", concurrency = "${chaos.concurrency:2}")
+	public void on(QueueMessage<Job> message) throws InterruptedException {
+		while (halting) {
+			Thread.sleep(1000);
+		}
+		// Read first: a handler that starts once the registry is stopping breaks graceful shutdown.
+		boolean running = this.registry.getObject().isRunning();
+		Job job = message.payload();
+		if (job == null) {
+			this.recorder.record(headerKey(message), message, Fault.THROW, running);
+			throw new IllegalArgumentException("Message " + message.id() + " has a null payload");
+		}
+		Fault fault = job.faultOrNone();
+		boolean injects = fault != Fault.NONE && (fault != Fault.TERMINATE_BEFORE_ACK || message.attempt() == 1);
+		this.recorder.record(job.key(), message, injects ? fault : null, running);
+		if (job.workMillis() > 0) {
+			Thread.sleep(job.workMillis());
+		}
+		if (!injects) {
+			return;
+		}
+		switch (fault) {
+			case THROW -> throw new IllegalStateException("Job " + job.key() + " always fails");
+			case HALT -> {
+				halting = true;
+				this.recorder.faultConsumer(fault);
+				logger.warn("Job {} (message {}, attempt {}) halts this JVM", job.key(), message.id(),
+						message.attempt());
+				Runtime.getRuntime().halt(HALT_STATUS);
+			}
+			case TERMINATE_BEFORE_ACK -> this.recorder.terminateHolderOf(message.id(), fault);
+			default -> throw new IllegalStateException("Unknown fault " + fault);
+		}
+	}
+
+	static long headerKey(QueueMessage<?> message) {
+		String key = message.header("chaos-key");
+		return (key != null) ? Long.parseLong(key) : -1;
+	}
+
+}

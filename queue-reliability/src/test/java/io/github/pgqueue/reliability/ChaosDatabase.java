@@ -1,0 +1,213 @@
+package io.github.pgqueue.reliability;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import org.awaitility.core.ConditionTimeoutException;
+
+import org.springframework.core.io.ClassPathResource;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The one PostgreSQL of the suite (queue-core's {@link EmbeddedPostgres}, pgqueue's migrations
+ * applied) with the suite's {@code chaos} schema, and the database side of every fault: which
+ * claims a session holds, terminating sessions, and crashing the server.
+ */
+final class ChaosDatabase {
+
+	private static ChaosDatabase instance;
+
+	private final EmbeddedPostgres postgres;
+
+	private final HikariDataSource pool;
+
+	private final JdbcTemplate jdbc;
+
+	private ChaosDatabase() {
+		this.postgres = EmbeddedPostgres.get();
+		// The embedded server runs with synchronous_commit off for speed. A crash would then lose
+		// commits that clients were told about (sends, deliveries, acks) and the count would blame
+		// pgqueue for it: every session the suite and its consumers open commits synchronously.
+		this.postgres.execute("ALTER DATABASE postgres SET synchronous_commit = on");
+		this.pool = this.postgres.pool("chaos-harness", 8);
+		this.jdbc = new JdbcTemplate(this.pool);
+		String commit = this.jdbc.queryForObject("SHOW synchronous_commit", String.class);
+		if (!"on".equals(commit)) {
+			throw new IllegalStateException("Sessions must commit synchronously, but synchronous_commit is " + commit);
+		}
+		this.jdbc.execute(resource("chaos/schema.sql"));
+	}
+
+	static synchronized ChaosDatabase get() {
+		if (instance == null) {
+			instance = new ChaosDatabase();
+		}
+		return instance;
+	}
+
+	/** The URL consumers connect with; their sessions show {@code applicationName}. */
+	String jdbcUrl(String applicationName) {
+		return this.postgres.jdbcUrl() + "?ApplicationName=" + applicationName;
+	}
+
+	String username() {
+		return this.postgres.username();
+	}
+
+	JdbcTemplate jdbc() {
+		return this.jdbc;
+	}
+
+	/** A new pool, which the caller closes. */
+	HikariDataSource pool(String applicationName, int size) {
+		return this.postgres.pool(applicationName, size);
+	}
+
+	/** A template on the harness's pool. */
+	QueueTemplate template() {
+		return QueueTemplate.builder(this.pool).build();
+	}
+
+	/** Empties pgqueue's tables (ids start again at 1) and the suite's. */
+	void reset() {
+		this.postgres.reset();
+		this.jdbc.execute("TRUNCATE chaos.delivery, chaos.fault, chaos.consumer");
+	}
+
+	/** Makes the next message id {@code id}. */
+	void restartIdsAt(long id) {
+		this.jdbc.queryForObject("SELECT setval(pg_get_serial_sequence('pgqueue.message', 'id'), ?, false)",
+				Long.class, id);
+	}
+
+	long count(String sql, Object... args) {
+		Long count = this.jdbc.queryForObject(sql, Long.class, args);
+		return (count != null) ? count : 0;
+	}
+
+	/** Messages of {@code queue} not yet acked or dead-lettered. */
+	long pending(String queue) {
+		return count("SELECT count(*) FROM pgqueue.message WHERE queue = ?", queue);
+	}
+
+	/** Advisory locks of pgqueue's lock namespace held by any session right now. */
+	long advisoryLocks() {
+		return count("""
+				SELECT count(*) FROM pg_locks
+				 WHERE locktype = 'advisory' AND objsubid = 2
+				   AND classid = 'pgqueue.message'::regclass::oid""");
+	}
+
+	/**
+	 * Waits up to {@code timeout} for pgqueue's advisory locks to be gone (a claim that finds a
+	 * row gone holds its lock for one more statement) and returns how many are left.
+	 */
+	long awaitNoAdvisoryLocks(Duration timeout) {
+		try {
+			await().atMost(timeout).pollInterval(Duration.ofMillis(50)).until(() -> advisoryLocks() == 0);
+		}
+		catch (ConditionTimeoutException ex) {
+			// Not an error here: what is left is returned and reported as locks_left.
+			return advisoryLocks();
+		}
+		return 0;
+	}
+
+	/** How many messages the sessions of {@code applicationName} hold claimed right now. */
+	long claimsOf(String applicationName) {
+		return count("SELECT count(*) FROM chaos.held_by(chaos.backends_of(?))", applicationName);
+	}
+
+	/** Waits until every backend of {@code applicationName} has finished its statement. */
+	void awaitIdle(String applicationName) {
+		await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10))
+			.until(() -> count("SELECT count(*) FROM pg_stat_activity WHERE application_name = ? AND state = 'active'",
+					applicationName) == 0);
+	}
+
+	/**
+	 * Records the claims held by the sessions of {@code applicationName} as faulted and, if asked,
+	 * terminates those sessions. The sessions must be idle (their JVM stopped).
+	 * @return the number of sessions terminated
+	 */
+	int faultSessions(String applicationName, String reason, boolean terminate) {
+		Integer terminated = this.jdbc.queryForObject("SELECT chaos.fault_backends(chaos.backends_of(?), ?, ?)",
+				Integer.class, applicationName, reason, terminate);
+		return (terminated != null) ? terminated : 0;
+	}
+
+	/** Records every claim whose message is still in the table as faulted: all sessions died. */
+	void faultEveryClaim(String reason) {
+		this.jdbc.update("INSERT INTO chaos.fault (message_id, attempt, reason) "
+				+ "SELECT id, attempts, ? FROM pgqueue.message WHERE attempts > 0", reason);
+	}
+
+	/** The keys among {@code keys} that reached the database: a message row or a delivery. */
+	Set<Long> keysPresent(Collection<Long> keys) {
+		List<Long> present = this.jdbc.queryForList("""
+				SELECT k FROM unnest(?::bigint[]) AS k
+				 WHERE EXISTS (SELECT 1 FROM pgqueue.message m WHERE chaos.key_of(m.payload, m.headers) = k)
+				    OR EXISTS (SELECT 1 FROM chaos.delivery d WHERE d.key = k)""", Long.class,
+				(Object) keys.toArray(new Long[0]));
+		return new HashSet<>(present);
+	}
+
+	/**
+	 * Stops PostgreSQL in immediate mode (SIGQUIT to the postmaster: every backend exits at once,
+	 * nothing is flushed, the next start runs crash recovery), runs {@code whileDown}, then starts
+	 * it again on the same data directory and port.
+	 */
+	void crashAndRestart(Runnable whileDown) {
+		Path dataDirectory = Path.of(this.jdbc.queryForObject("SHOW data_directory", String.class));
+		long postmaster = postmasterPid(dataDirectory);
+		Signals.send("QUIT", postmaster);
+		await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+			.until(() -> ProcessHandle.of(postmaster).map((p) -> !p.isAlive()).orElse(true));
+		whileDown.run();
+		// Its stop finds no server to stop (and logs so); its start runs the crash recovery.
+		this.postgres.restart();
+		this.pool.getHikariPoolMXBean().softEvictConnections();
+	}
+
+	private static long postmasterPid(Path dataDirectory) {
+		try {
+			return Long.parseLong(Files.readAllLines(dataDirectory.resolve("postmaster.pid")).get(0).trim());
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException("Cannot read the postmaster's pid in " + dataDirectory, ex);
+		}
+	}
+
+	static void pause(Duration duration) {
+		try {
+			Thread.sleep(duration.toMillis());
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new IllegalStateException("Interrupted", ex);
+		}
+	}
+
+	private static String resource(String path) {
+		try {
+			return new ClassPathResource(path).getContentAsString(StandardCharsets.UTF_8);
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException(ex);
+		}
+	}
+
+}

@@ -1,0 +1,79 @@
+package io.github.pgqueue.reliability;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * How to start the consumers of a scenario: the queue and its policy, the listener, and any
+ * further {@code --key=value} the scenario needs.
+ */
+final class ConsumerSpec {
+
+	private final String queue;
+
+	private final Map<String, String> properties = new LinkedHashMap<>();
+
+	private final List<String> jvmOptions = new ArrayList<>();
+
+	private ConsumerSpec(String queue) {
+		this.queue = queue;
+		property("chaos.queue", queue);
+		property("chaos.concurrency", "2");
+		property("pgqueue.listener.poll-interval", "500ms");
+		property("pgqueue.queues." + queue + ".max-attempts", "20");
+		property("pgqueue.queues." + queue + ".backoff.initial", "100ms");
+	}
+
+	/** Consumers of {@code queue}: two pollers each, 20 attempts, 100 ms back-off. */
+	static ConsumerSpec of(String queue) {
+		return new ConsumerSpec(queue);
+	}
+
+	String queue() {
+		return this.queue;
+	}
+
+	ConsumerSpec property(String name, String value) {
+		this.properties.put(name, value);
+		return this;
+	}
+
+	ConsumerSpec concurrency(int pollers) {
+		return property("chaos.concurrency", Integer.toString(pollers));
+	}
+
+	ConsumerSpec batchSize(int size) {
+		return property("pgqueue.listener.batch-size", Integer.toString(size));
+	}
+
+	ConsumerSpec maxAttempts(int attempts) {
+		return property("pgqueue.queues." + this.queue + ".max-attempts", Integer.toString(attempts));
+	}
+
+	ConsumerSpec jvmOption(String option) {
+		this.jvmOptions.add(option);
+		return this;
+	}
+
+	List<String> jvmOptions() {
+		return List.copyOf(this.jvmOptions);
+	}
+
+	/** The command line of consumer {@code name}: its sessions show {@code name} as application name. */
+	List<String> arguments(String name, ChaosDatabase database) {
+		Map<String, String> all = new LinkedHashMap<>();
+		all.put("spring.datasource.url", database.jdbcUrl(name));
+		all.put("spring.datasource.username", database.username());
+		all.put("spring.datasource.hikari.maximum-pool-size", "4");
+		all.put("spring.datasource.hikari.minimum-idle", "0");
+		all.put("chaos.consumer", name);
+		all.put("chaos.recorder-url", database.jdbcUrl("rec-" + name));
+		all.putAll(this.properties);
+		List<String> arguments = new ArrayList<>();
+		all.forEach((key, value) -> arguments.add("--" + key + "=" + value));
+		return arguments;
+	}
+
+}

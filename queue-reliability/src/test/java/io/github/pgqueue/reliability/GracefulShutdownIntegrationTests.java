@@ -1,0 +1,63 @@
+package io.github.pgqueue.reliability;
+
+import java.time.Duration;
+
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static io.github.pgqueue.reliability.ChaosSettings.pick;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * SIGTERM to consumer JVMs while their handlers run: the running handlers finish and are acked,
+ * the messages they had claimed but not started go back, no handler starts once the listeners
+ * stop, and nothing is delivered twice.
+ */
+class GracefulShutdownIntegrationTests {
+
+	private final ChaosDatabase database = ChaosDatabase.get();
+
+	@BeforeEach
+	void reset() {
+		this.database.reset();
+	}
+
+	@Test
+	void sigtermWithMessagesInFlightStartsNoHandlerAfterItAndLosesNothing() {
+		String queue = "chaos-graceful";
+		int terminations = pick(2, 6);
+		try (ConsumerFleet fleet = new ConsumerFleet(this.database, "graceful", ConsumerSpec.of(queue).batchSize(5));
+				Producer producer = new Producer(this.database, queue, (key) -> Job.of(key, 150))) {
+			producer.send(pick(150, 600));
+			fleet.start(2);
+			for (int i = 0; i < terminations; i++) {
+				ChaosDatabase.pause(Duration.ofMillis(1500));
+				ConsumerProcess victim = fleet.anyReady();
+				long inFlight = this.database.count("SELECT count(*) FROM chaos.held_by(chaos.backends_of(?))",
+						victim.name());
+				assertThat(inFlight).as("messages %s holds when it gets SIGTERM", victim).isPositive();
+				victim.terminate();
+				int exit = victim.awaitExit(Duration.ofSeconds(60));
+				assertThat(exit).as("exit code of %s after SIGTERM", victim).isEqualTo(143);
+				assertThat(victim.output()).contains("Stopped listener 'chaos'");
+				fleet.keepAlive(2);
+			}
+			ChaosReport report = new Drain(this.database).drainAndCheck("graceful-shutdown", fleet, queue,
+					Drain.expect(producer.sent(), Outcome.ACKED));
+			System.out.println("  attempts counted for claims that a shutdown released unhandled: " + this.database
+				.count("SELECT coalesce(sum(attempt - 1), 0) FROM chaos.delivery"));
+			report.assertPasses();
+			assertThat(report.faulted()).as("a graceful stop is no fault").isZero();
+			assertThat(report.duplicates()).isZero();
+			// A poller checks that it may go on before each message, so a handler it had already
+			// decided to start may find the listeners stopping; a second one would break the stop.
+			System.out.println("  handlers that started while their listener was stopping: "
+					+ this.database.count("SELECT count(*) FROM chaos.delivery WHERE NOT listener_running"));
+			assertThat(this.database.jdbc().queryForList("""
+					SELECT consumer || ' ' || thread || ': ' || count(*) FROM chaos.delivery
+					 WHERE NOT listener_running GROUP BY consumer, thread HAVING count(*) > 1""", String.class))
+				.as("pollers that started another handler after the listeners began to stop").isEmpty();
+		}
+	}
+
+}

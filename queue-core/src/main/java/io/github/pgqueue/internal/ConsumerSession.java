@@ -278,16 +278,25 @@ public final class ConsumerSession implements AutoCloseable {
 
 	/** Releases the messages unchanged: they are visible to every consumer at once. */
 	public void release(Collection<Long> ids) {
+		release(ids, false);
+	}
+
+	/**
+	 * Releases the messages; with {@code unseen} their attempt is given back too, for messages
+	 * that were claimed but never handed to a handler (a poller stopping mid-batch).
+	 */
+	public void release(Collection<Long> ids, boolean unseen) {
 		if (ids.isEmpty()) {
 			return;
 		}
 		checkNotLost();
 		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.unlock())) {
 			Array array = longArray(ids);
-			ps.setArray(1, array);
-			ps.setInt(2, this.namespace);
-			ps.setArray(3, array);
-			ps.setInt(4, this.namespace);
+			ps.setBoolean(1, unseen);
+			ps.setArray(2, array);
+			ps.setInt(3, this.namespace);
+			ps.setArray(4, array);
+			ps.setInt(5, this.namespace);
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {
 					this.held.remove(rs.getLong(1));

@@ -186,7 +186,7 @@ public final class PollLoop implements Runnable {
 		Timer timer = this.metrics.timer(queue);
 		for (ClaimedMessage message : messages) {
 			if (!this.running || Thread.currentThread().isInterrupted()) {
-				batch.releases.add(message.id());
+				batch.unseen.add(message.id());
 				continue;
 			}
 			if (batch.size() > 0 && !this.session.checkAlive()) {
@@ -265,6 +265,7 @@ public final class PollLoop implements Runnable {
 			this.session.retry(batch.retries);
 			this.session.deadLetter(batch.deadLetters);
 			this.session.release(batch.releases);
+			this.session.release(batch.unseen, true);
 			this.metrics.processed(queue, Outcome.SUCCESS, batch.acks.size());
 			this.metrics.processed(queue, Outcome.RETRY, batch.retries.size());
 			this.metrics.processed(queue, Outcome.DEAD, batch.deadLetters.size());
@@ -366,6 +367,9 @@ public final class PollLoop implements Runnable {
 
 		final List<Long> releases = new ArrayList<>();
 
+		/** Claimed but never handed to the handler: released with their attempt given back. */
+		final List<Long> unseen = new ArrayList<>();
+
 		void add(ClaimedMessage message, MessageAcknowledgment ack) {
 			switch (ack.completion) {
 				case ACK -> this.acks.add(message.id());
@@ -376,7 +380,8 @@ public final class PollLoop implements Runnable {
 		}
 
 		int size() {
-			return this.acks.size() + this.retries.size() + this.deadLetters.size() + this.releases.size();
+			return this.acks.size() + this.retries.size() + this.deadLetters.size() + this.releases.size()
+					+ this.unseen.size();
 		}
 
 	}

@@ -189,11 +189,14 @@ public final class QueueSql {
 				    RETURNING m.id, m.queue, pg_advisory_unlock(?, m.id::bit(32)::int4) AS unlocked)
 				SELECT id, unlocked, pg_notify(?, queue) FROM moved""".formatted(s);
 
-		// 1 ids, 2 namespace, 3 namespace, 4 ids. Releases messages unchanged but for claim_open, and
-		// unlocks ids whose rows are gone (deleted by hand under our lock).
+		// 1 whether no handler saw them, 2 ids, 3 namespace, 4 ids, 5 namespace. Releases messages
+		// unchanged but for claim_open, and the attempt when no handler saw them (a stopping
+		// poller's rest of a batch), and unlocks ids whose rows are gone (deleted by hand under
+		// our lock).
 		this.unlock = """
 				WITH released AS (
-				    UPDATE %1$s.message m SET claim_open = false
+				    UPDATE %1$s.message m
+				       SET claim_open = false, attempts = m.attempts - CASE WHEN ? THEN 1 ELSE 0 END
 				     WHERE m.id = ANY(?)
 				    RETURNING m.id, pg_advisory_unlock(?, m.id::bit(32)::int4))
 				SELECT id FROM released

@@ -283,6 +283,8 @@ class QueueListenerContainerIntegrationTests {
 		assertThat(started.get()).as("no handler starts after stop").isEqualTo(1);
 		assertThat(finished.get()).as("the running handler finished").isEqualTo(1);
 		assertThat(count("graceful")).as("the rest released, not lost").isEqualTo(9);
+		assertThat(this.jdbc.queryForObject("SELECT sum(attempts) FROM pgqueue.message WHERE queue = 'graceful'",
+				Long.class)).as("no attempt counted for messages no handler saw").isZero();
 		assertThat(advisoryLocks()).isZero();
 		assertThat(this.template.stats("graceful").ready()).isEqualTo(9);
 	}

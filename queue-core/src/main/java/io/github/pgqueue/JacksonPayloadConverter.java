@@ -41,13 +41,20 @@ public final class JacksonPayloadConverter implements PayloadConverter {
 	@Override
 	public Object read(String json, Type type) {
 		JavaType javaType = this.mapper.getTypeFactory().constructType(type);
+		Object payload;
 		try {
-			return this.mapper.readValue(json, javaType);
+			payload = this.mapper.readValue(json, javaType);
 		}
 		catch (JacksonException ex) {
 			throw new PayloadConversionException("Cannot read payload as " + javaType.toCanonical() + ": "
 					+ ex.getOriginalMessage(), ex);
 		}
+		if (payload == null) {
+			// sends refuse null payloads; a JSON null can only come from plain SQL
+			throw new PayloadConversionException("Cannot read payload as " + javaType.toCanonical()
+					+ ": it is JSON null", null);
+		}
+		return payload;
 	}
 
 }

@@ -224,6 +224,14 @@ class QueueTemplateIntegrationTests {
 	}
 
 	@Test
+	void jsonNullPayloadWrittenWithSqlIsDeadLetteredNotHandedOver() {
+		this.jdbc.update("INSERT INTO pgqueue.message (queue, payload) VALUES ('nulls', 'null')");
+		assertThat(this.template.receive("nulls", Email.class)).isEmpty();
+		assertThat(this.jdbc.queryForObject("SELECT last_error FROM pgqueue.message WHERE queue = 'nulls.dlq'",
+				String.class)).contains("it is JSON null");
+	}
+
+	@Test
 	void statsCountReadyScheduledInFlightAndDead() {
 		this.template.sendBatch("s", List.of("a", "b", "c"));
 		this.template.send("s", "d", SendOptions.builder().delay(Duration.ofHours(1)).build());

@@ -124,7 +124,7 @@ public final class EmbeddedPostgres {
 				Integer.class, applicationName);
 	}
 
-	/** Stops the server the way a crash would (immediate mode) and starts it again on the same data. */
+	/** Stops the server (zonky stops it in fast mode) and starts it again on the same data directory and port. */
 	public synchronized void restart() {
 		try {
 			this.server.close();

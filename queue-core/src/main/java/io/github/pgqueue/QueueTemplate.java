@@ -236,13 +236,12 @@ public final class QueueTemplate implements QueueOperations {
 	@Override
 	public QueueStats stats(String queue) {
 		QueueNames.requireQueue(queue);
-		String dlq = deadLetterQueueOf(queue);
 		int ns = namespace();
 		return this.jdbc.queryForObject(this.sql.stats(), (rs, row) -> {
 			double oldest = rs.getDouble(5);
 			return new QueueStats(queue, rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4),
 					Duration.ofMillis((long) (oldest * 1000)));
-		}, queue, ns, queue, queue, dlq, queue);
+		}, queue, ns, queue, queue, queue, queue, queue);
 	}
 
 	@Override

@@ -66,6 +66,58 @@ class DeliveryProtocolIntegrationTests {
 	}
 
 	@Test
+	void cancelRacingFourConsumersEitherRemovesAMessageOrLeavesItToExactlyOneConsumer() throws Exception {
+		List<Long> sent = sendMany("cancel-race", 3_000);
+		Map<Long, CancelResult> cancelled = new ConcurrentHashMap<>();
+		List<Long> order = new ArrayList<>(sent);
+		java.util.Collections.shuffle(order, new java.util.Random(42));
+		Thread canceller = new Thread(() -> order.forEach((id) -> cancelled.put(id, this.template.cancel("cancel-race", id))));
+		canceller.start();
+		Map<Long, AtomicInteger> deliveries = drain("cancel-race", 4, 5,
+				() -> !canceller.isAlive() && count("SELECT count(*) FROM pgqueue.message") == 0);
+		canceller.join();
+		List<Long> removed = cancelled.entrySet().stream().filter((e) -> e.getValue() == CancelResult.REMOVED)
+			.map(Map.Entry::getKey).toList();
+		assertThat(removed).as("some cancels won the race").isNotEmpty();
+		assertThat(deliveries.keySet()).as("a removed message is never delivered").doesNotContainAnyElementsOf(removed);
+		List<Long> notRemoved = sent.stream().filter((id) -> !removed.contains(id)).toList();
+		assertThat(deliveries.keySet()).as("every other message is delivered").containsExactlyInAnyOrderElementsOf(notRemoved);
+		assertThat(deliveries.values()).as("exactly once").allMatch((n) -> n.get() == 1);
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	@Test
+	void redriveRacingDeadLetterConsumersDeliversEveryMessageExactlyOnce() throws Exception {
+		List<Long> sent = sendMany("r.dlq", 2_000);
+		java.util.concurrent.atomic.AtomicBoolean redriving = new java.util.concurrent.atomic.AtomicBoolean(true);
+		Thread redriver = new Thread(() -> {
+			while (count("SELECT count(*) FROM pgqueue.message WHERE queue = 'r.dlq'") > 0) {
+				this.template.redrive("r", 25);
+			}
+			redriving.set(false);
+		});
+		redriver.start();
+		java.util.function.BooleanSupplier done = () -> !redriving.get()
+				&& count("SELECT count(*) FROM pgqueue.message") == 0;
+		var fromMain = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+			try {
+				return drain("r", 2, 10, done);
+			}
+			catch (Exception ex) {
+				throw new IllegalStateException(ex);
+			}
+		});
+		Map<Long, AtomicInteger> fromDeadLetters = drain("r.dlq", 2, 10, done);
+		redriver.join();
+		Map<Long, AtomicInteger> all = new java.util.HashMap<>(fromDeadLetters);
+		fromMain.get(180, TimeUnit.SECONDS).forEach((id, n) -> all.merge(id, n,
+				(a, b) -> new AtomicInteger(a.get() + b.get())));
+		assertThat(fromMain.get()).as("the redrive moved some").isNotEmpty();
+		assertThat(fromDeadLetters).as("the consumers took some").isNotEmpty();
+		assertEachDeliveredOnce(all, sent);
+	}
+
+	@Test
 	void claimingOneOfTenThousandLocksExactlyOne() {
 		sendMany("big", 10_000);
 		try (ConsumerSession session = this.template.openSession()) {
@@ -263,8 +315,18 @@ class DeliveryProtocolIntegrationTests {
 	}
 
 	private Map<Long, AtomicInteger> drain(String queue, int consumers, int batch, int expected) throws Exception {
-		Map<Long, AtomicInteger> deliveries = new ConcurrentHashMap<>();
 		AtomicLong delivered = new AtomicLong();
+		return drain(queue, consumers, batch, delivered, () -> delivered.get() >= expected);
+	}
+
+	private Map<Long, AtomicInteger> drain(String queue, int consumers, int batch,
+			java.util.function.BooleanSupplier done) throws Exception {
+		return drain(queue, consumers, batch, new AtomicLong(), done);
+	}
+
+	private Map<Long, AtomicInteger> drain(String queue, int consumers, int batch, AtomicLong delivered,
+			java.util.function.BooleanSupplier done) throws Exception {
+		Map<Long, AtomicInteger> deliveries = new ConcurrentHashMap<>();
 		CountDownLatch start = new CountDownLatch(1);
 		ExecutorService pool = Executors.newFixedThreadPool(consumers);
 		try {
@@ -274,7 +336,7 @@ class DeliveryProtocolIntegrationTests {
 					start.await();
 					long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
 					try (ConsumerSession session = this.template.openSession()) {
-						while (delivered.get() < expected && System.nanoTime() < deadline) {
+						while (!done.getAsBoolean() && System.nanoTime() < deadline) {
 							List<ClaimedMessage> claimed = session.claim(queue, batch).messages();
 							if (claimed.isEmpty()) {
 								Thread.sleep(2);

@@ -1,6 +1,5 @@
 package io.github.pgqueue.internal;
 
-import io.github.pgqueue.QueueNames;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -17,6 +16,7 @@ import javax.sql.DataSource;
 
 import io.github.pgqueue.LeaseLostException;
 import io.github.pgqueue.QueueException;
+import io.github.pgqueue.QueueNames;
 
 import org.postgresql.PGConnection;
 import org.slf4j.Logger;

@@ -215,7 +215,8 @@ public final class QueueSql {
 		// 1 queue, 2 id.
 		this.exists = "SELECT EXISTS (SELECT 1 FROM %s.message WHERE queue = ? AND id = ?)".formatted(s);
 
-		// 1 queue, 2 namespace, 3 queue, 4 queue, 5 dead-letter queue. In flight = held right now by
+		// 1 queue, 2 namespace, 3 queue, 4 queue, 5 queue, 6 queue, 7 queue. The dead-letter queue
+		// is the queue's configured one, else <queue>.dlq, as QueueNames derives it. In flight = held right now by
 		// an advisory lock of our namespace. The held ids are found from pg_locks (a handful of
 		// rows) through the primary key: every id whose fold is a held key, so the cost does not
 		// grow with the queue. The counts themselves read the queue's part of the claim index.
@@ -233,7 +234,9 @@ public final class QueueSql {
 				           - (SELECT count(*) FROM held),
 				       (SELECT count(*) FROM %1$s.message WHERE queue = ? AND visible_at > now()),
 				       (SELECT count(*) FROM held),
-				       (SELECT count(*) FROM %1$s.message WHERE queue = ?),
+				       (SELECT count(*) FROM %1$s.message
+				         WHERE queue = COALESCE((SELECT q.dead_letter_queue FROM %1$s.queue q WHERE q.name = ?),
+				                                left(?, 59) || '.dlq')),
 				       (SELECT extract(epoch FROM now() - min(m.created_at)) FROM %1$s.message m
 				         WHERE m.queue = ? AND m.visible_at <= now() AND m.id NOT IN (SELECT id FROM held))""".formatted(s);
 
@@ -251,7 +254,9 @@ public final class QueueSql {
 				       updated_at = now()""".formatted(s);
 
 		// 1 target queue, 2 namespace, 3 dead-letter queue, 4 limit, 5 channel, 6 target queue.
-		// Moves dead letters back, skipping any a consumer of the dead-letter queue holds.
+		// Moves dead letters back, skipping any a consumer of the dead-letter queue holds. The lock
+		// alone already keeps a held message from a second consumer; skipping it keeps the count
+		// honest and leaves the message to the handler that has it.
 		this.redrive = """
 				WITH moved AS (
 				    UPDATE %1$s.message m

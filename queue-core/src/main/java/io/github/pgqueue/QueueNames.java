@@ -45,10 +45,24 @@ public final class QueueNames {
 		return schema;
 	}
 
-	/** The dead-letter queue of {@code queue} when none is configured: {@code <queue>.dlq}. */
+	/**
+	 * The dead-letter queue of {@code queue} when none is configured: {@code <queue>.dlq}; when
+	 * that would pass {@value #MAX_LENGTH} characters, the first 50 characters, {@code -}, the first
+	 * 8 hex digits of the name's MD5 and {@code .dlq}, so that two long names never share one and
+	 * no name is its own (the schema's {@code default_dead_letter_queue} computes the same).
+	 */
 	public static String defaultDeadLetterQueue(String queue) {
-		String base = (queue.length() > MAX_LENGTH - 4) ? queue.substring(0, MAX_LENGTH - 4) : queue;
-		return base + ".dlq";
+		if (queue.length() <= MAX_LENGTH - 4) {
+			return queue + ".dlq";
+		}
+		try {
+			byte[] digest = java.security.MessageDigest.getInstance("MD5")
+				.digest(queue.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+			return queue.substring(0, 50) + "-" + java.util.HexFormat.of().formatHex(digest, 0, 4) + ".dlq";
+		}
+		catch (java.security.NoSuchAlgorithmException ex) {
+			throw new IllegalStateException("MD5 is required of every Java platform", ex);
+		}
 	}
 
 	private static String printable(String value) {

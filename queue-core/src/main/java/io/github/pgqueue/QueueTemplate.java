@@ -41,6 +41,9 @@ public final class QueueTemplate implements QueueOperations {
 
 	private static final int RECEIVE_ATTEMPTS = 16;
 
+	/** How many dead letters a redrive looks at beyond {@code max}, for those consumers hold. */
+	private static final int REDRIVE_WINDOW = 1000;
+
 	private final DataSource dataSource;
 
 	private final JdbcTemplate jdbc;
@@ -50,6 +53,8 @@ public final class QueueTemplate implements QueueOperations {
 	private final PayloadConverter converter;
 
 	private final MeterRegistry meterRegistry;
+
+	private final Integer configuredNamespace;
 
 	private volatile Integer namespace;
 
@@ -63,7 +68,7 @@ public final class QueueTemplate implements QueueOperations {
 		this.sql = new QueueSql(builder.schema);
 		this.converter = builder.converter;
 		this.meterRegistry = builder.meterRegistry;
-		this.namespace = builder.lockNamespace;
+		this.configuredNamespace = builder.lockNamespace;
 		this.maxPayloadBytes = builder.maxPayloadBytes;
 	}
 
@@ -221,7 +226,6 @@ public final class QueueTemplate implements QueueOperations {
 			ps.setString(1, queue);
 			ps.setLong(2, id);
 			ps.setInt(3, ns);
-			ps.setInt(4, ns);
 			try (ResultSet rs = ps.executeQuery()) {
 				return rs.next();
 			}
@@ -246,6 +250,7 @@ public final class QueueTemplate implements QueueOperations {
 
 	@Override
 	public void declare(QueueDefinition definition) {
+		checkNoDeadLetterCycle(definition);
 		this.jdbc.update(this.sql.upsertQueue(), definition.name(), definition.maxAttempts(),
 				definition.backoffInitial().toMillis(), definition.backoffMultiplier(),
 				definition.backoffMax().toMillis(), definition.deadLetterQueue());
@@ -285,8 +290,8 @@ public final class QueueTemplate implements QueueOperations {
 		if (max < 1) {
 			throw new IllegalArgumentException("Redrive max must be at least 1, was " + max);
 		}
-		Long moved = this.jdbc.queryForObject(this.sql.redrive(), Long.class, queue, deadLetterQueueOf(queue),
-				namespace(), max, this.sql.channel(), queue);
+		Long moved = this.jdbc.queryForObject(this.sql.redrive(), Long.class, queue, deadLetterQueueOf(queue), queue,
+				max + REDRIVE_WINDOW, namespace(), max, this.sql.channel(), queue);
 		return (moved != null) ? moved.intValue() : 0;
 	}
 
@@ -310,10 +315,49 @@ public final class QueueTemplate implements QueueOperations {
 	private int namespace() {
 		Integer ns = this.namespace;
 		if (ns == null) {
-			ns = this.jdbc.queryForObject(this.sql.namespace(), Integer.class);
+			ns = storedNamespace();
+			if (this.configuredNamespace != null && !this.configuredNamespace.equals(ns)) {
+				throw new IllegalStateException("pgqueue.lock-namespace is " + this.configuredNamespace
+						+ " but schema '" + this.sql.schema() + "' was created with lock namespace " + ns
+						+ ", which every process of this schema uses; remove the setting or set it to " + ns);
+			}
 			this.namespace = ns;
 		}
 		return ns;
+	}
+
+	private int storedNamespace() {
+		List<Integer> stored = this.jdbc.queryForList(this.sql.namespace(), Integer.class);
+		if (stored.size() != 1) {
+			throw new IllegalStateException("Table " + this.sql.schema() + ".setting must hold exactly one row with "
+					+ "the lock namespace, but holds " + stored.size() + "; it is written when the schema is created");
+		}
+		return stored.get(0);
+	}
+
+	/**
+	 * Rejects a definition whose dead letters would come back to it: a queue that is its own
+	 * dead-letter queue, or a chain of declared queues that leads back to it.
+	 */
+	private void checkNoDeadLetterCycle(QueueDefinition definition) {
+		List<String> chain = new ArrayList<>(List.of(definition.name()));
+		String next = definition.effectiveDeadLetterQueue();
+		while (next != null && !chain.contains(next)) {
+			chain.add(next);
+			List<String> declared = this.jdbc.queryForList(this.sql.deadLetterQueueOfDeclared(), String.class, next);
+			next = declared.isEmpty() ? null : declared.get(0);
+		}
+		if (next == null) {
+			return;
+		}
+		if (next.equals(definition.name()) && chain.size() == 1) {
+			throw new IllegalArgumentException("Queue '" + definition.name() + "' cannot be its own dead-letter queue; "
+					+ "name another queue, or leave it out for '" + QueueNames.defaultDeadLetterQueue(definition.name())
+					+ "'");
+		}
+		chain.add(next);
+		throw new IllegalArgumentException("Queue '" + definition.name() + "' would dead-letter in a cycle ("
+				+ String.join(" -> ", chain) + "); point one of these queues at a dead-letter queue outside the cycle");
 	}
 
 	/** The validated schema this template works in. */
@@ -439,8 +483,10 @@ public final class QueueTemplate implements QueueOperations {
 		}
 
 		/**
-		 * The first int4 of every advisory lock key; by default the oid of the message table, so
-		 * it never collides with another pgqueue schema in the same database.
+		 * The lock namespace this template expects. The namespace itself (the first int4 of every
+		 * advisory-lock key) is stored in the schema when it is created, and every process reads
+		 * it from there; a template whose expectation differs fails on first use, naming both.
+		 * By default nothing is expected.
 		 */
 		public Builder lockNamespace(Integer lockNamespace) {
 			this.lockNamespace = lockNamespace;

@@ -89,6 +89,8 @@ class DeliveryProtocolIntegrationTests {
 	@Test
 	void redriveRacingDeadLetterConsumersDeliversEveryMessageExactlyOnce() throws Exception {
 		List<Long> sent = sendMany("r.dlq", 2_000);
+		// As if dead-lettered from "r": a redrive moves only what came from the queue it is asked for.
+		this.jdbc.update("UPDATE pgqueue.message SET headers = '{\"pgqueue-dead-lettered-from\": \"r\"}'");
 		java.util.concurrent.atomic.AtomicBoolean redriving = new java.util.concurrent.atomic.AtomicBoolean(true);
 		Thread redriver = new Thread(() -> {
 			while (count("SELECT count(*) FROM pgqueue.message WHERE queue = 'r.dlq'") > 0) {
@@ -132,18 +134,28 @@ class DeliveryProtocolIntegrationTests {
 	}
 
 	@Test
-	void lockKeysUseTheTableOidByDefaultOrTheConfiguredNamespaceWithTheFoldedId() {
+	void lockKeysUseTheNamespaceStoredInTheSchemaWithTheFoldedId() {
 		long id = this.template.send("keys", "x");
 		long oid = this.jdbc.queryForObject("SELECT 'pgqueue.message'::regclass::oid::bigint", Long.class);
-		assertThat(this.template.lockNamespace()).isEqualTo((int) oid);
-		QueueTemplate custom = QueueTemplate.builder(this.dataSource).lockNamespace(4242).build();
+		assertThat(this.template.lockNamespace()).as("by default the message table's oid, stored at migration")
+			.isEqualTo((int) oid);
+		assertThat(this.jdbc.queryForObject("SELECT lock_namespace FROM pgqueue.setting", Integer.class))
+			.isEqualTo((int) oid);
+		QueueTemplate disagreeing = QueueTemplate.builder(this.dataSource).lockNamespace(4242).build();
+		assertThatThrownBy(disagreeing::lockNamespace).isInstanceOf(IllegalStateException.class)
+			.hasMessageContaining("4242").hasMessageContaining(String.valueOf(oid));
+
+		EmbeddedPostgres.get().migrate("pgqueue_ns", 4242);
+		QueueTemplate custom = QueueTemplate.builder(this.dataSource).schema("pgqueue_ns").build();
+		long other = custom.send("keys", "y");
 		try (ConsumerSession session = custom.openSession()) {
 			assertThat(session.claim("keys", 1).messages()).hasSize(1);
 			assertThat(this.jdbc.queryForList("SELECT classid::bigint || '/' || objid::bigint FROM pg_locks "
-					+ "WHERE locktype = 'advisory' AND objsubid = 2", String.class)).containsExactly("4242/" + id);
+					+ "WHERE locktype = 'advisory' AND objsubid = 2", String.class)).containsExactly("4242/" + other);
 			assertThat(this.template.stats("keys").inFlight()).as("another namespace is invisible").isZero();
 			assertThat(custom.stats("keys").inFlight()).isEqualTo(1);
 		}
+		assertThat(id).isPositive();
 	}
 
 	@Test

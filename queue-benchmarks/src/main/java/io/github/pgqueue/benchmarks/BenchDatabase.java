@@ -42,6 +42,7 @@ final class BenchDatabase implements AutoCloseable {
 			.locations("classpath:db/pgqueue")
 			.schemas("pgqueue")
 			.table("pgqueue_schema_history")
+			.placeholders(java.util.Map.of("lockNamespace", ""))
 			.load()
 			.migrate();
 	}

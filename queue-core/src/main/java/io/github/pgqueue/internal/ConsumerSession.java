@@ -8,8 +8,10 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 import javax.sql.DataSource;
@@ -28,8 +30,10 @@ import org.slf4j.LoggerFactory;
  * <p>
  * Invariants: a claim runs only when the session holds nothing (advisory locks are re-entrant,
  * so a second claim would hand out a message this session already holds); every lock is either
- * held for a returned message or released in the statement after it was found useless; after a
- * connection error the session is lost and never touches a message again.
+ * held for a returned message or released in the statement after it was found useless; a claim
+ * that fails releases every lock it took; after a connection error, or a completing statement
+ * that failed part-way (its unlocks are not undone with it), the session is lost, never touches
+ * a message again, and its connection is ended rather than returned to a pool.
  */
 public final class ConsumerSession implements AutoCloseable {
 
@@ -45,7 +49,8 @@ public final class ConsumerSession implements AutoCloseable {
 
 	private final int maxPayloadBytes;
 
-	private final Set<Long> held = new LinkedHashSet<>();
+	/** The messages this session holds, with the queue each was claimed from. */
+	private final Map<Long, String> held = new LinkedHashMap<>();
 
 	private boolean lost;
 
@@ -148,6 +153,7 @@ public final class ConsumerSession implements AutoCloseable {
 		checkNotLost();
 		List<ClaimedMessage> deliverable = new ArrayList<>(max);
 		List<DeadLetter> letters = new ArrayList<>();
+		boolean suspect = false;
 		try {
 			try (PreparedStatement ps = this.connection.prepareStatement(this.sql.claim())) {
 				ps.setString(1, queue);
@@ -166,7 +172,8 @@ public final class ConsumerSession implements AutoCloseable {
 							continue; // skipped by the re-check and already unlocked
 						}
 						ClaimedMessage message = read(queue, rs);
-						this.held.add(message.id());
+						this.held.put(message.id(), queue);
+						suspect |= rs.getBoolean(15);
 						if (message.oversized()) {
 							letters.add(DeadLetter.of(message, "Payload is " + message.payloadBytes()
 									+ " bytes, above the consumer's limit of " + this.maxPayloadBytes
@@ -174,9 +181,9 @@ public final class ConsumerSession implements AutoCloseable {
 						}
 						else if (message.exhausted()) {
 							letters.add(DeadLetter.of(message, "Dead-lettered after " + message.maxAttempts()
-									+ " attempts, the last ones ended without an ack (consumer died or its session "
-									+ "ended)" + ((message.lastError() != null) ? "; last error: " + message.lastError()
-											: "")));
+									+ " attempts; the last one ended without an ack, retry or reject (its consumer "
+									+ "died, its session ended, or it released the message)"
+									+ ((message.lastError() != null) ? "; last error: " + message.lastError() : "")));
 						}
 						else {
 							deliverable.add(message);
@@ -188,11 +195,37 @@ public final class ConsumerSession implements AutoCloseable {
 				deadLetter(letters);
 			}
 			this.lastAliveCheck = System.nanoTime();
-			return (deliverable.isEmpty() && letters.isEmpty()) ? Claim.EMPTY : new Claim(deliverable, letters.size());
+			return (deliverable.isEmpty() && letters.isEmpty()) ? Claim.EMPTY
+					: new Claim(deliverable, letters.size(), suspect);
 		}
 		catch (SQLException ex) {
-			throw failure("claim from queue '" + queue + "'", ex);
+			throw claimFailure(queue, ex);
 		}
+	}
+
+	/**
+	 * Advisory locks are not undone with the statement that took them: a claim that failed for a
+	 * reason other than a lost connection (a timeout or cancel while its re-check waited on a row
+	 * lock, out of shared memory) may still hold locks of rows it never returned. This session
+	 * held nothing before the claim (see the invariants), so all its advisory locks go.
+	 */
+	private RuntimeException claimFailure(String queue, SQLException ex) {
+		RuntimeException failure = failure("claim from queue '" + queue + "'", ex);
+		if (this.lost) {
+			return failure;
+		}
+		if (!this.held.isEmpty()) {
+			// The claim itself succeeded; what failed was dead-lettering part of it.
+			return completionFailure(failure);
+		}
+		try (PreparedStatement ps = this.connection.prepareStatement("SELECT pg_advisory_unlock_all()")) {
+			ps.execute();
+		}
+		catch (SQLException unlockFailure) {
+			failure.addSuppressed(unlockFailure);
+			markLost();
+		}
+		return failure;
 	}
 
 	private static ClaimedMessage read(String queue, ResultSet rs) throws SQLException {
@@ -209,14 +242,16 @@ public final class ConsumerSession implements AutoCloseable {
 			return;
 		}
 		checkHeld(ids);
+		String[] queues = ids.stream().map(this.held::get).toArray(String[]::new);
 		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.ack())) {
 			ps.setArray(1, longArray(ids));
-			ps.setInt(2, this.backendPid);
-			ps.setInt(3, this.namespace);
+			ps.setArray(2, this.connection.createArrayOf("text", queues));
+			ps.setInt(3, this.backendPid);
+			ps.setInt(4, this.namespace);
 			completed(ids, ps, "ack");
 		}
 		catch (SQLException ex) {
-			throw failure("ack " + ids, ex);
+			throw completionFailure(failure("ack " + ids, ex));
 		}
 	}
 
@@ -244,7 +279,7 @@ public final class ConsumerSession implements AutoCloseable {
 			completed(ids, ps, "retry");
 		}
 		catch (SQLException ex) {
-			throw failure("retry " + ids, ex);
+			throw completionFailure(failure("retry " + ids, ex));
 		}
 	}
 
@@ -272,7 +307,7 @@ public final class ConsumerSession implements AutoCloseable {
 			completed(ids, ps, "dead-letter");
 		}
 		catch (SQLException ex) {
-			throw failure("dead-letter " + ids, ex);
+			throw completionFailure(failure("dead-letter " + ids, ex));
 		}
 	}
 
@@ -304,7 +339,7 @@ public final class ConsumerSession implements AutoCloseable {
 			}
 		}
 		catch (SQLException ex) {
-			throw failure("release " + ids, ex);
+			throw completionFailure(failure("release " + ids, ex));
 		}
 	}
 
@@ -320,7 +355,7 @@ public final class ConsumerSession implements AutoCloseable {
 				done.add(rs.getLong(1));
 			}
 		}
-		this.held.removeAll(done);
+		this.held.keySet().removeAll(done);
 		if (done.size() == ids.size()) {
 			return;
 		}
@@ -331,8 +366,8 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 		List<Long> vanished = new ArrayList<>(ids);
 		vanished.removeAll(done);
-		logger.warn("Messages {} were deleted by someone else while this consumer held them; releasing their locks",
-				vanished);
+		logger.warn("Messages {} were deleted or moved to another queue by someone else while this consumer held "
+				+ "them; releasing them", vanished);
 		release(vanished);
 	}
 
@@ -347,7 +382,7 @@ public final class ConsumerSession implements AutoCloseable {
 	private void checkHeld(Collection<Long> ids) {
 		checkNotLost();
 		for (Long id : ids) {
-			if (!this.held.contains(id)) {
+			if (!this.held.containsKey(id)) {
 				throw new IllegalStateException("Message " + id + " is not held by session " + this.backendPid
 						+ " (already completed, or never claimed here)");
 			}
@@ -361,9 +396,24 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 	}
 
+	/**
+	 * A completing statement that failed may have unlocked some of its rows before it failed, and
+	 * its changes are undone: which of the held messages are still locked is unknown, so none may
+	 * be touched again. The session is given up; ending it releases whatever it still held, and
+	 * those messages count as held by a consumer that died.
+	 */
+	private RuntimeException completionFailure(RuntimeException failure) {
+		if (!this.lost) {
+			logger.warn("A statement completing messages {} failed on session {}; ending the session so that they are "
+					+ "delivered again", this.held.keySet(), this.backendPid);
+			markLost();
+		}
+		return failure;
+	}
+
 	private RuntimeException failure(String action, SQLException ex) {
 		if (isConnectionError(ex)) {
-			Set<Long> dropped = new LinkedHashSet<>(this.held);
+			Set<Long> dropped = new LinkedHashSet<>(this.held.keySet());
 			markLost();
 			return new LeaseLostException("Cannot " + action + ": the session (backend pid " + this.backendPid
 					+ ") has ended (" + ex.getMessage() + ")"
@@ -399,7 +449,7 @@ public final class ConsumerSession implements AutoCloseable {
 	public void close() {
 		try {
 			if (!this.lost && !this.held.isEmpty()) {
-				release(new ArrayList<>(this.held));
+				release(new ArrayList<>(this.held.keySet()));
 			}
 		}
 		catch (RuntimeException ex) {
@@ -431,10 +481,14 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 	}
 
-	/** The outcome of a claim: the messages to deliver and how many were dead-lettered instead. */
-	public record Claim(List<ClaimedMessage> messages, int deadLettered) {
+	/**
+	 * The outcome of a claim: the messages to deliver, how many were dead-lettered instead, and
+	 * whether the message claimed is a suspect (its last consumer died holding it; it is then the
+	 * only message of the claim).
+	 */
+	public record Claim(List<ClaimedMessage> messages, int deadLettered, boolean suspect) {
 
-		static final Claim EMPTY = new Claim(List.of(), 0);
+		static final Claim EMPTY = new Claim(List.of(), 0, false);
 
 	}
 

@@ -49,6 +49,8 @@ public final class PollLoop implements Runnable {
 
 	private final Semaphore wakeUp = new Semaphore(0);
 
+	private static final DefaultQueueErrorHandler DEFAULT_ERROR_HANDLER = new DefaultQueueErrorHandler();
+
 	private final RetryBackoff backoff = new RetryBackoff();
 
 	/**
@@ -158,10 +160,14 @@ public final class PollLoop implements Runnable {
 		List<String> queues = this.endpoint.queues();
 		for (int i = 0; i < queues.size() && this.running; i++) {
 			String queue = queues.get((this.nextQueue + i) % queues.size());
-			// One poller per process at a time may take a message whose consumer died.
+			// One poller per process at a time may hold a message whose consumer died, until it is done.
 			boolean mayTakeOpen = SUSPECTS.tryAcquire();
 			try {
 				ConsumerSession.Claim claim = this.session.claim(queue, this.endpoint.batchSize(), mayTakeOpen);
+				if (mayTakeOpen && !claim.suspect()) {
+					SUSPECTS.release();
+					mayTakeOpen = false;
+				}
 				this.metrics.processed(queue, Outcome.DEAD, claim.deadLettered());
 				if (!claim.messages().isEmpty()) {
 					found = true;
@@ -181,11 +187,19 @@ public final class PollLoop implements Runnable {
 		return found;
 	}
 
+	/**
+	 * Hands each message to the listener and completes the batch. Whatever one message does (throw
+	 * an {@code Error}, break its converter or the error handler) is that message's failure alone:
+	 * the messages handled before it are acked, the ones after it are handed on or, when the poller
+	 * must stop, given back with their attempt. A {@link VirtualMachineError} is rethrown once the
+	 * batch is completed.
+	 */
 	private void dispatch(String queue, List<ClaimedMessage> messages) {
 		Batch batch = new Batch();
 		Timer timer = this.metrics.timer(queue);
+		VirtualMachineError fatal = null;
 		for (ClaimedMessage message : messages) {
-			if (!this.running || Thread.currentThread().isInterrupted()) {
+			if (fatal != null || !this.running || Thread.currentThread().isInterrupted()) {
 				batch.unseen.add(message.id());
 				continue;
 			}
@@ -196,6 +210,7 @@ public final class PollLoop implements Runnable {
 						this.endpoint.id(), queue, messages.size() - batch.size(), batch.size());
 				throw new LeaseLostException("Session of listener '" + this.endpoint.id() + "' ended during a batch");
 			}
+			MessageAcknowledgment ack = new MessageAcknowledgment(message);
 			QueueMessage<Object> converted;
 			try {
 				converted = convert(message, this.endpoint.payloadType());
@@ -206,23 +221,40 @@ public final class PollLoop implements Runnable {
 				batch.deadLetters.add(ConsumerSession.DeadLetter.of(message, ex.getMessage()));
 				continue;
 			}
-			MessageAcknowledgment ack = new MessageAcknowledgment(message);
+			catch (Throwable ex) {
+				// Not the payload's fault as far as anyone can tell: a failed attempt, retried.
+				fail(unread(message), message, ex, ack);
+				batch.add(message, ack);
+				fatal = (ex instanceof VirtualMachineError error) ? error : null;
+				continue;
+			}
 			long started = System.nanoTime();
 			try {
 				this.endpoint.listener().onMessage(converted, ack);
 				if (ack.completion == null) {
-					ack.completion = (this.endpoint.ackMode() == AckMode.AUTO) ? Completion.ACK : Completion.RELEASE;
+					if (this.endpoint.ackMode() == AckMode.AUTO) {
+						ack.completion = Completion.ACK;
+					}
+					else {
+						fail(converted, message, new IllegalStateException("Listener returned without calling ack(), "
+								+ "nack() or reject() (ackMode = MANUAL)"), ack);
+					}
 				}
-			}
-			catch (VirtualMachineError ex) {
-				throw ex;
 			}
 			catch (Throwable ex) {
-				if (ex instanceof InterruptedException) {
-					Thread.currentThread().interrupt();
-				}
 				if (ack.completion == null) {
-					fail(converted, message, ex, ack);
+					if (interruptedByStop(ex)) {
+						// The stop's doing, not the message's: it goes back with its attempt.
+						logger.info("Listener '{}': handler of message {} was interrupted by the stop; giving the "
+								+ "message back", this.endpoint.id(), message.id());
+						ack.completion = Completion.GIVE_BACK;
+					}
+					else {
+						fail(converted, message, ex, ack);
+					}
+				}
+				if (ex instanceof VirtualMachineError error) {
+					fatal = error;
 				}
 			}
 			finally {
@@ -230,7 +262,44 @@ public final class PollLoop implements Runnable {
 			}
 			batch.add(message, ack);
 		}
-		complete(queue, batch);
+		boolean interrupted = Thread.interrupted();
+		try {
+			complete(queue, batch);
+		}
+		finally {
+			if (interrupted) {
+				Thread.currentThread().interrupt();
+			}
+		}
+		if (fatal != null) {
+			throw fatal;
+		}
+	}
+
+	/**
+	 * Whether a handler failed because the container interrupted it to stop: the poller was asked
+	 * to stop and the thread is interrupted, or an interruption is among the causes.
+	 */
+	private boolean interruptedByStop(Throwable ex) {
+		if (this.running) {
+			return false;
+		}
+		if (Thread.currentThread().isInterrupted()) {
+			return true;
+		}
+		for (Throwable cause = ex; cause != null; cause = cause.getCause()) {
+			if (cause instanceof InterruptedException || cause instanceof java.io.InterruptedIOException
+					|| cause instanceof java.nio.channels.ClosedByInterruptException) {
+				return true;
+			}
+		}
+		return false;
+	}
+
+	/** The message as the error handler sees it when its payload could not be read. */
+	private static QueueMessage<Object> unread(ClaimedMessage message) {
+		return new QueueMessage<>(message.id(), message.queue(), null, Headers.read(message.headersJson()),
+				message.priority(), message.attempt(), message.maxAttempts(), message.createdAt());
 	}
 
 	private void fail(QueueMessage<Object> converted, ClaimedMessage message, Throwable error,
@@ -238,11 +307,18 @@ public final class PollLoop implements Runnable {
 		FailureAction action;
 		try {
 			action = this.endpoint.errorHandler().handle(converted, error, message.backoff());
+			if (action == null) {
+				logger.error("Error handler of listener '{}' returned no action for message {}; applying the default "
+						+ "(retry with the queue's back-off, dead-letter on the last attempt)", this.endpoint.id(),
+						message.id());
+				action = DEFAULT_ERROR_HANDLER.handle(converted, error, message.backoff());
+			}
 		}
-		catch (RuntimeException handlerFailure) {
-			logger.error("Error handler of listener '{}' failed on message {}; retrying the message with the queue's "
-					+ "back-off", this.endpoint.id(), message.id(), handlerFailure);
-			action = FailureAction.retry(message.backoff());
+		catch (Throwable handlerFailure) {
+			logger.error("Error handler of listener '{}' failed on message {}; applying the default (retry with the "
+					+ "queue's back-off, dead-letter on the last attempt)", this.endpoint.id(), message.id(),
+					handlerFailure);
+			action = DEFAULT_ERROR_HANDLER.handle(converted, error, message.backoff());
 		}
 		if (action.isRetry()) {
 			logger.warn("Listener '{}' failed on message {} of queue '{}' (attempt {} of {}); retrying in {} ms: {}",
@@ -264,7 +340,6 @@ public final class PollLoop implements Runnable {
 			this.session.ack(batch.acks);
 			this.session.retry(batch.retries);
 			this.session.deadLetter(batch.deadLetters);
-			this.session.release(batch.releases);
 			this.session.release(batch.unseen, true);
 			this.metrics.processed(queue, Outcome.SUCCESS, batch.acks.size());
 			this.metrics.processed(queue, Outcome.RETRY, batch.retries.size());
@@ -302,7 +377,10 @@ public final class PollLoop implements Runnable {
 
 	private enum Completion {
 
-		ACK, RETRY, DEAD_LETTER, RELEASE
+		ACK, RETRY, DEAD_LETTER,
+
+		/** Released with its attempt given back: the handler was interrupted by the stop. */
+		GIVE_BACK
 
 	}
 
@@ -365,9 +443,7 @@ public final class PollLoop implements Runnable {
 
 		final List<ConsumerSession.DeadLetter> deadLetters = new ArrayList<>();
 
-		final List<Long> releases = new ArrayList<>();
-
-		/** Claimed but never handed to the handler: released with their attempt given back. */
+		/** Not handled (never handed over, or interrupted by the stop): released, attempt given back. */
 		final List<Long> unseen = new ArrayList<>();
 
 		void add(ClaimedMessage message, MessageAcknowledgment ack) {
@@ -375,13 +451,12 @@ public final class PollLoop implements Runnable {
 				case ACK -> this.acks.add(message.id());
 				case RETRY -> this.retries.add(new ConsumerSession.Retry(message.id(), ack.delay, ack.error));
 				case DEAD_LETTER -> this.deadLetters.add(ConsumerSession.DeadLetter.of(message, ack.error));
-				case RELEASE -> this.releases.add(message.id());
+				case GIVE_BACK -> this.unseen.add(message.id());
 			}
 		}
 
 		int size() {
-			return this.acks.size() + this.retries.size() + this.deadLetters.size() + this.releases.size()
-					+ this.unseen.size();
+			return this.acks.size() + this.retries.size() + this.deadLetters.size() + this.unseen.size();
 		}
 
 	}

@@ -47,6 +47,8 @@ public final class QueueSql {
 
 	private final String declaredQueues;
 
+	private final String deadLetterQueueOfDeclared;
+
 	private final String publish;
 
 	private final String exchangeExists;
@@ -59,9 +61,9 @@ public final class QueueSql {
 		this.schema = QueueNames.requireSchema(schema);
 		String s = "\"" + this.schema + "\"";
 
-		// The default namespace: the message table's oid, as in the advisory-lock queue articles,
-		// so that two pgqueue schemas in one database never share lock keys.
-		this.namespace = "SELECT '%s.message'::regclass::oid::int4".formatted(s);
+		// The namespace stored when the schema was created (by default the message table's oid, as in
+		// the advisory-lock queue articles, so two pgqueue schemas in one database never share keys).
+		this.namespace = "SELECT lock_namespace FROM %s.setting".formatted(s);
 
 		// 1 queue, 2 payload, 3 headers, 4 priority, 5 not-before (or null), 6 delay ms,
 		// 7 max attempts (or null). The delay is added on the server so clocks do not matter.
@@ -98,9 +100,11 @@ public final class QueueSql {
 		// (EvalPlanQual), skipping it if it is gone, moved to another queue or no longer visible.
 		// It also counts the attempt, so a message that kills its consumer is still dead-lettered.
 		//
-		// chosen: a locked row whose claim_open is still true was held by a consumer that died
-		// (every row a live consumer holds is locked, so not here). If there is one, it is claimed
+		// chosen: a locked row whose claim is still open was held by a consumer that died (every row
+		// a live consumer holds is locked, so not here): a suspect. If there is one, it is claimed
 		// alone: a message that kills its consumer then burns its own attempts, not its neighbours'.
+		// A claim opened before the server last started is no suspect: the restart ended every
+		// consumer's session at once, whatever their messages.
 		//
 		// The final select unlocks at once every locked row not claimed, and returns the
 		// claimed rows with their queue's policy; a payload above the limit is not sent (its text is
@@ -116,24 +120,25 @@ public final class QueueSql {
 				     WHERE p.priority IS NOT NULL
 				),
 				locked AS (
-				    SELECT c.id, c.claim_open, row_number() OVER () AS n
+				    SELECT c.id, c.suspect, row_number() OVER () AS n
 				      FROM priorities p
 				     CROSS JOIN LATERAL (
-				            SELECT m.id, m.claim_open FROM %1$s.message m
+				            SELECT m.id, m.claim_open AND m.claimed_at > pg_postmaster_start_time() AS suspect
+				              FROM %1$s.message m
 				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
-				               AND (? OR NOT m.claim_open)
+				               AND (? OR NOT (m.claim_open AND m.claimed_at > pg_postmaster_start_time()))
 				             ORDER BY m.visible_at, m.id
 				             LIMIT ?) c
 				     WHERE pg_try_advisory_lock(?, c.id::bit(32)::int4)
 				     LIMIT ?
 				),
 				chosen AS (
-				    SELECT id FROM locked WHERE NOT EXISTS (SELECT 1 FROM locked WHERE claim_open)
+				    SELECT id FROM locked WHERE NOT EXISTS (SELECT 1 FROM locked WHERE suspect)
 				    UNION ALL
-				    (SELECT id FROM locked WHERE claim_open ORDER BY n LIMIT 1)
+				    (SELECT id FROM locked WHERE suspect ORDER BY n LIMIT 1)
 				),
 				claimed AS (
-				    UPDATE %1$s.message m SET attempts = m.attempts + 1, claim_open = true
+				    UPDATE %1$s.message m SET attempts = m.attempts + 1, claim_open = true, claimed_at = now()
 				      FROM chosen l
 				     WHERE m.id = l.id AND m.queue = ? AND m.visible_at <= now()
 				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
@@ -149,21 +154,24 @@ public final class QueueSql {
 				       COALESCE(q.backoff_multiplier, 2.0),
 				       COALESCE(q.backoff_max_ms, 600000),
 				       c.last_error,
-				       octet_length(p.text)
+				       octet_length(p.text),
+				       l.suspect
 				  FROM locked l
 				  LEFT JOIN claimed c ON c.id = l.id
 				  LEFT JOIN LATERAL (SELECT c.payload::text AS text) p ON true
 				  LEFT JOIN %1$s.queue q ON q.name = c.queue
 				 ORDER BY c.priority, c.visible_at, l.id""".formatted(s);
 
-		// 1 ids, 2 backend pid of the claiming session, 3 namespace. The pid guard fences a lease
-		// whose session died: on any other session the statement deletes nothing. The unlock runs
-		// per deleted row, before commit; a session that locks the row in that gap blocks in its
-		// re-check on our row lock and then finds the row gone.
+		// 1 ids, 2 their queues, 3 backend pid of the claiming session, 4 namespace. The pid guard
+		// fences a lease whose session died: on any other session the statement deletes nothing. The
+		// queue guard leaves a row that was moved while held (by hand, say): it is released instead.
+		// The unlock runs per deleted row, before commit; a session that locks the row in that gap
+		// blocks in its re-check on our row lock and then finds the row gone.
 		this.ack = """
-				DELETE FROM %s.message
-				 WHERE id = ANY(?) AND pg_backend_pid() = ?
-				RETURNING id, pg_advisory_unlock(?, id::bit(32)::int4)""".formatted(s);
+				DELETE FROM %s.message m
+				 USING unnest(?::bigint[], ?::text[]) AS a(id, queue)
+				 WHERE m.id = a.id AND m.queue = a.queue AND pg_backend_pid() = ?
+				RETURNING m.id, pg_advisory_unlock(?, m.id::bit(32)::int4)""".formatted(s);
 
 		// 1 ids, 2 delays ms, 3 errors (text[], null entries keep last_error), 4 pid, 5 namespace.
 		this.retry = """
@@ -176,18 +184,25 @@ public final class QueueSql {
 
 		// 1 ids, 2 dead-letter queues, 3 errors, 4 pid, 5 namespace, 6 channel. Moves messages to
 		// their dead-letter queue with a fresh attempt count, keeps where they came from in the
-		// headers, and wakes the dead-letter queue's listeners.
+		// headers, and wakes the dead-letter queue's listeners. A message that already is a dead
+		// letter (or whose dead-letter queue is its own queue) is parked instead: it stays where it
+		// is, invisible until a redrive, so no configuration can move it on and on.
 		this.deadLetter = """
 				WITH moved AS (
 				    UPDATE %s.message m
-				       SET queue = d.dlq, attempts = 0, visible_at = now(), last_error = d.error, claim_open = false,
-				           headers = m.headers || jsonb_build_object(
+				       SET queue = CASE WHEN d.park THEN m.queue ELSE d.dlq END,
+				           attempts = CASE WHEN d.park THEN m.attempts ELSE 0 END,
+				           visible_at = CASE WHEN d.park THEN 'infinity' ELSE now() END,
+				           last_error = d.error, claim_open = false,
+				           headers = CASE WHEN d.park THEN m.headers ELSE m.headers || jsonb_build_object(
 				               'pgqueue-dead-lettered-from', m.queue,
-				               'pgqueue-dead-lettered-attempts', m.attempts::text)
-				      FROM unnest(?::bigint[], ?::text[], ?::text[]) AS d(id, dlq, error)
+				               'pgqueue-dead-lettered-attempts', m.attempts::text) END
+				      FROM (SELECT n.id, n.dlq, n.error, jsonb_exists(o.headers, 'pgqueue-dead-lettered-from') OR n.dlq = o.queue
+				              FROM unnest(?::bigint[], ?::text[], ?::text[]) AS n(id, dlq, error)
+				              JOIN %1$s.message o ON o.id = n.id) AS d(id, dlq, error, park)
 				     WHERE m.id = d.id AND pg_backend_pid() = ?
-				    RETURNING m.id, m.queue, pg_advisory_unlock(?, m.id::bit(32)::int4) AS unlocked)
-				SELECT id, unlocked, pg_notify(?, queue) FROM moved""".formatted(s);
+				    RETURNING m.id, m.queue, d.park, pg_advisory_unlock(?, m.id::bit(32)::int4) AS unlocked)
+				SELECT id, unlocked, CASE WHEN NOT park THEN pg_notify(?, queue) END FROM moved""".formatted(s);
 
 		// 1 whether no handler saw them, 2 ids, 3 namespace, 4 ids, 5 namespace. Releases messages
 		// unchanged but for claim_open, and the attempt when no handler saw them (a stopping
@@ -205,12 +220,15 @@ public final class QueueSql {
 				 WHERE CASE WHEN t.id NOT IN (SELECT id FROM released)
 				            THEN pg_advisory_unlock(?, t.id::bit(32)::int4) ELSE false END""".formatted(s);
 
-		// 1 queue, 2 id, 3 namespace, 4 namespace. Seed 000's cancel: deletes the message only if
-		// no consumer holds it; the lock is taken and released within the statement.
+		// 1 queue, 2 id, 3 namespace. Seed 000's cancel: deletes the message only if no consumer
+		// holds it. The lock is transaction-scoped: a completion unlocks before it commits, so the
+		// DELETE may lock, wait on the row and then find it moved, or evaluate the lock twice; the
+		// lock must go with the transaction whatever happened (and it keeps consumers off the row
+		// until a caller's transaction that cancelled it commits or rolls back).
 		this.cancel = """
 				DELETE FROM %s.message
-				 WHERE queue = ? AND id = ? AND pg_try_advisory_lock(?, id::bit(32)::int4)
-				RETURNING pg_advisory_unlock(?, id::bit(32)::int4)""".formatted(s);
+				 WHERE queue = ? AND id = ? AND pg_try_advisory_xact_lock(?, id::bit(32)::int4)
+				RETURNING id""".formatted(s);
 
 		// 1 queue, 2 id.
 		this.exists = "SELECT EXISTS (SELECT 1 FROM %s.message WHERE queue = ? AND id = ?)".formatted(s);
@@ -236,7 +254,7 @@ public final class QueueSql {
 				       (SELECT count(*) FROM held),
 				       (SELECT count(*) FROM %1$s.message
 				         WHERE queue = COALESCE((SELECT q.dead_letter_queue FROM %1$s.queue q WHERE q.name = ?),
-				                                left(?, 59) || '.dlq')),
+				                                %1$s.default_dead_letter_queue(?))),
 				       (SELECT extract(epoch FROM now() - min(m.created_at)) FROM %1$s.message m
 				         WHERE m.queue = ? AND m.visible_at <= now() AND m.id NOT IN (SELECT id FROM held))""".formatted(s);
 
@@ -253,23 +271,24 @@ public final class QueueSql {
 				       dead_letter_queue = excluded.dead_letter_queue,
 				       updated_at = now()""".formatted(s);
 
-		// 1 target queue, 2 namespace, 3 dead-letter queue, 4 limit, 5 channel, 6 target queue.
-		// Moves dead letters back, skipping any a consumer of the dead-letter queue holds. The lock
-		// alone already keeps a held message from a second consumer; skipping it keeps the count
-		// honest and leaves the message to the handler that has it.
+		// 1 target queue, 2 dead-letter queue, 3 target queue, 4 window, 5 namespace, 6 limit,
+		// 7 channel, 8 target queue. Moves back the dead letters that came from the target queue
+		// (others sharing the dead-letter queue stay), parked ones included, as ordinary messages.
+		// Each is locked as a consumer would lock it, but for the transaction only: a message a
+		// consumer holds is skipped, and no consumer can claim one between the check and the move.
 		this.redrive = """
 				WITH moved AS (
 				    UPDATE %1$s.message m
-				       SET queue = ?, attempts = 0, visible_at = now(), claim_open = false
-				     WHERE m.id IN (SELECT d.id FROM %1$s.message d
-				                     WHERE d.queue = ? AND NOT EXISTS (
-				                           SELECT 1 FROM pg_locks l
-				                            WHERE l.locktype = 'advisory' AND l.objsubid = 2
-				                              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-				                              AND l.classid = ?::int4::oid
-				                              AND l.objid = (d.id::bit(32)::int4)::oid)
+				       SET queue = ?, attempts = 0, visible_at = now(), claim_open = false,
+				           headers = m.headers - 'pgqueue-dead-lettered-from' - 'pgqueue-dead-lettered-attempts'
+				      FROM (SELECT c.id
+				              FROM (SELECT d.id FROM %1$s.message d
+				                     WHERE d.queue = ? AND d.headers->>'pgqueue-dead-lettered-from' = ?
 				                     ORDER BY d.id LIMIT ?
-				                     FOR UPDATE SKIP LOCKED)
+				                     FOR UPDATE SKIP LOCKED) c
+				             WHERE pg_try_advisory_xact_lock(?, c.id::bit(32)::int4)
+				             LIMIT ?) l
+				     WHERE m.id = l.id
 				    RETURNING m.id)
 				SELECT count(*) FROM moved CROSS JOIN pg_notify(?, ?) AS woken""".formatted(s);
 
@@ -309,11 +328,16 @@ public final class QueueSql {
 		// 1 queue.
 		this.deadLetterQueue = "SELECT dead_letter_queue FROM %s.queue WHERE name = ?".formatted(s);
 
+		// 1 queue. The effective dead-letter queue of a declared queue; no row if it is not declared.
+		this.deadLetterQueueOfDeclared = """
+				SELECT COALESCE(dead_letter_queue, %1$s.default_dead_letter_queue(name))
+				  FROM %1$s.queue WHERE name = ?""".formatted(s);
+
 		// Every declared queue and its dead-letter queue.
 		this.declaredQueues = """
 				SELECT name FROM %1$s.queue
 				UNION
-				SELECT COALESCE(dead_letter_queue, left(name, 59) || '.dlq') FROM %1$s.queue""".formatted(s);
+				SELECT COALESCE(dead_letter_queue, %1$s.default_dead_letter_queue(name)) FROM %1$s.queue""".formatted(s);
 	}
 
 	public String namespace() {
@@ -394,6 +418,10 @@ public final class QueueSql {
 
 	public String deadLetterQueue() {
 		return this.deadLetterQueue;
+	}
+
+	public String deadLetterQueueOfDeclared() {
+		return this.deadLetterQueueOfDeclared;
 	}
 
 	/** The validated schema name. */

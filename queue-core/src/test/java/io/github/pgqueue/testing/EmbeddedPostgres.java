@@ -35,14 +35,23 @@ public final class EmbeddedPostgres {
 		this.server = start(0);
 		this.port = this.server.getPort();
 		this.dataSource = pool("pgqueue-test", 48);
+		migrate("pgqueue", null);
+		Runtime.getRuntime().addShutdownHook(new Thread(this::shutdown, "embedded-postgres-shutdown"));
+	}
+
+	/**
+	 * Creates or migrates a pgqueue schema; {@code lockNamespace} is stored in it when it is
+	 * created (null: the message table's oid).
+	 */
+	public void migrate(String schema, Integer lockNamespace) {
 		Flyway.configure()
 			.dataSource(this.dataSource)
 			.locations("classpath:db/pgqueue")
-			.schemas("pgqueue")
+			.schemas(schema)
 			.table("pgqueue_schema_history")
+			.placeholders(java.util.Map.of("lockNamespace", (lockNamespace != null) ? lockNamespace.toString() : ""))
 			.load()
 			.migrate();
-		Runtime.getRuntime().addShutdownHook(new Thread(this::shutdown, "embedded-postgres-shutdown"));
 	}
 
 	/** The shared instance, started on first use. */

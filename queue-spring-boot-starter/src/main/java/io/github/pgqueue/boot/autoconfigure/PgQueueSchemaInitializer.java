@@ -28,11 +28,16 @@ public class PgQueueSchemaInitializer implements InitializingBean {
 	/** The history table of pgqueue's migrations, inside pgqueue's schema. */
 	public static final String HISTORY_TABLE = "pgqueue_schema_history";
 
+	/** The migrations' placeholder for {@code pgqueue.lock-namespace}, stored when the schema is created. */
+	static final String LOCK_NAMESPACE_PLACEHOLDER = "lockNamespace";
+
 	private static final Logger logger = LoggerFactory.getLogger(PgQueueSchemaInitializer.class);
 
 	private final DataSource dataSource;
 
 	private final String schema;
+
+	private final Integer lockNamespace;
 
 	private final List<QueueDefinition> definitions;
 
@@ -42,6 +47,7 @@ public class PgQueueSchemaInitializer implements InitializingBean {
 		PgQueuePropertiesValidator.validate(properties);
 		this.dataSource = dataSource;
 		this.schema = properties.getSchema();
+		this.lockNamespace = properties.getLockNamespace();
 		this.definitions = definitions(properties.getQueues());
 		properties.getExchanges().forEach((name, exchange) -> this.exchanges
 			.add(PgQueuePropertiesValidator.exchange(name, exchange, properties.getQueues().keySet())));
@@ -59,6 +65,8 @@ public class PgQueueSchemaInitializer implements InitializingBean {
 				.baselineOnMigrate(true)
 				.baselineVersion("0")
 				.cleanDisabled(true)
+				.placeholders(Map.of(LOCK_NAMESPACE_PLACEHOLDER,
+						(this.lockNamespace != null) ? this.lockNamespace.toString() : ""))
 				.load()
 				.migrate();
 			if (result.migrationsExecuted > 0) {
@@ -70,7 +78,11 @@ public class PgQueueSchemaInitializer implements InitializingBean {
 					+ "': " + ex.getMessage() + ". Check spring.datasource.* and that the database user may create "
 					+ "a schema (or create it and grant the user rights on it)", ex);
 		}
-		QueueTemplate template = QueueTemplate.builder(this.dataSource).schema(this.schema).build();
+		QueueTemplate template = QueueTemplate.builder(this.dataSource)
+			.schema(this.schema)
+			.lockNamespace(this.lockNamespace)
+			.build();
+		template.lockNamespace(); // fails here, naming both, if pgqueue.lock-namespace disagrees with the schema
 		this.definitions.forEach(template::declare);
 		this.exchanges.forEach(template::declare);
 	}

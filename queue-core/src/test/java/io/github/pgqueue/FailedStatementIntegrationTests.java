@@ -1,0 +1,208 @@
+package io.github.pgqueue;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import javax.sql.DataSource;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.pgqueue.internal.ClaimedMessage;
+import io.github.pgqueue.internal.ConsumerSession;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.PostgresExtension;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Statements that fail for a reason other than a lost connection (a timeout, a cancel, a row
+ * lock in the way) must not leave an advisory lock on a session that goes back to a pool, nor
+ * change rows another consumer holds; and {@code cancel} must not leak its lock whichever
+ * completion it races.
+ */
+@ExtendWith(PostgresExtension.class)
+class FailedStatementIntegrationTests {
+
+	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
+
+	private final DataSource dataSource = this.postgres.dataSource();
+
+	private final JdbcTemplate jdbc = new JdbcTemplate(this.dataSource);
+
+	private final QueueTemplate template = QueueTemplate.builder(this.dataSource).build();
+
+	@Test
+	void claimThatTimesOutOnARowLockLeavesNoAdvisoryLockOnThePooledConnection() throws Exception {
+		List<Long> ids = this.template.sendBatch("timeout", List.of(1, 2, 3));
+		try (HikariDataSource impatient = singleConnectionPool("SET statement_timeout = '200ms'");
+				Connection blocker = rowLocker("timeout")) {
+			QueueTemplate consumer = QueueTemplate.builder(impatient).build();
+			assertThatThrownBy(() -> consumer.receive("timeout", Integer.class)).isInstanceOf(QueueException.class)
+				.hasMessageContaining("statement timeout");
+			assertThat(advisoryLocks()).as("locks left behind by the failed claim").isZero();
+			blocker.rollback();
+			try (Lease<Integer> lease = consumer.receive("timeout", Integer.class).orElseThrow()) {
+				assertThat(lease.message().id()).as("the same pooled connection claims again").isEqualTo(ids.get(0));
+				assertThat(lease.message().attempt()).as("the failed claim counted nothing").isEqualTo(1);
+				lease.ack();
+			}
+		}
+		assertThat(this.template.cancel("timeout", ids.get(1))).isEqualTo(CancelResult.REMOVED);
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	@Test
+	void claimCancelledWithPgCancelBackendLeavesNoAdvisoryLock() throws Exception {
+		this.template.sendBatch("cancelled", List.of(1, 2, 3));
+		try (Connection blocker = rowLocker("cancelled"); ConsumerSession session = this.template.openSession()) {
+			CompletableFuture<ConsumerSession.Claim> claim = CompletableFuture
+				.supplyAsync(() -> session.claim("cancelled", 3));
+			await().atMost(java.time.Duration.ofSeconds(5))
+				.until(() -> this.jdbc.queryForObject("SELECT count(*) FROM pg_stat_activity WHERE pid = ? "
+						+ "AND wait_event_type = 'Lock'", Long.class, session.backendPid()) == 1);
+			this.jdbc.queryForObject("SELECT pg_cancel_backend(?)", Boolean.class, session.backendPid());
+			assertThatThrownBy(() -> claim.get(5, TimeUnit.SECONDS)).hasCauseInstanceOf(QueueException.class)
+				.hasMessageContaining("canceling statement");
+			assertThat(session.isLost()).isFalse();
+			assertThat(advisoryLocks()).isZero();
+			blocker.rollback();
+			List<ClaimedMessage> claimed = session.claim("cancelled", 3).messages();
+			assertThat(claimed).extracting(ClaimedMessage::attempt).containsExactly(1, 1, 1);
+			session.ack(claimed.stream().map(ClaimedMessage::id).toList());
+		}
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	@Test
+	void completionThatFailsPartWayEndsItsSessionInsteadOfTouchingRowsOthersHoldSince() throws Exception {
+		List<Long> ids = this.template.sendBatch("partial", List.of(1, 2));
+		try (HikariDataSource impatient = singleConnectionPool("SET statement_timeout = '300ms'")) {
+			QueueTemplate consumer = QueueTemplate.builder(impatient).build();
+			ConsumerSession first = consumer.openSession();
+			assertThat(first.claim("partial", 2).messages()).hasSize(2);
+			Connection blocker = this.dataSource.getConnection();
+			blocker.setAutoCommit(false);
+			try (Statement statement = blocker.createStatement()) {
+				// The ack deletes (and unlocks) the first id, then waits on the second and times out.
+				statement.execute("SELECT 1 FROM pgqueue.message WHERE id = " + ids.get(1) + " FOR UPDATE");
+			}
+			assertThatThrownBy(() -> first.ack(ids)).isInstanceOf(QueueException.class);
+			blocker.rollback();
+			blocker.close();
+			try (ConsumerSession second = this.template.openSession()) {
+				List<ClaimedMessage> retaken = second.claim("partial", 2).messages();
+				first.close();
+				assertThat(retaken).isNotEmpty();
+				for (ClaimedMessage message : retaken) {
+					assertThat(this.jdbc.queryForObject("SELECT claim_open FROM pgqueue.message WHERE id = ?",
+							Boolean.class, message.id())).as("message %d, now held by another session", message.id())
+						.isTrue();
+				}
+				second.ack(retaken.stream().map(ClaimedMessage::id).toList());
+			}
+			first.close();
+		}
+		await().atMost(java.time.Duration.ofSeconds(5)).until(() -> advisoryLocks() == 0);
+	}
+
+	/** What a consumer does to a message while a canceller races it. */
+	enum Completion {
+
+		ACK("DELETE FROM pgqueue.message WHERE id = ?"),
+		RETRY("UPDATE pgqueue.message SET visible_at = now(), attempts = attempts + 1 WHERE id = ?"),
+		DEAD_LETTER("UPDATE pgqueue.message SET queue = 'race.dlq' WHERE id = ?"),
+		REDRIVE_AWAY("UPDATE pgqueue.message SET queue = 'race-elsewhere' WHERE id = ?");
+
+		final String sql;
+
+		Completion(String sql) {
+			this.sql = sql;
+		}
+
+	}
+
+	@ParameterizedTest
+	@EnumSource(Completion.class)
+	void cancelInTheGapBetweenACompletionsUnlockAndItsCommitLeaksNoLock(Completion completion) throws Exception {
+		long id = this.template.send("race", 1);
+		int namespace = this.template.lockNamespace();
+		try (Connection consumer = this.dataSource.getConnection()) {
+			consumer.setAutoCommit(false);
+			try (var lock = consumer.prepareStatement("SELECT pg_try_advisory_lock(?, ?::bigint::bit(32)::int4)")) {
+				lock.setInt(1, namespace);
+				lock.setLong(2, id);
+				try (var rs = lock.executeQuery()) {
+					assertThat(rs.next() && rs.getBoolean(1)).as("no lock left from before").isTrue();
+				}
+			}
+			// A completion as every completing statement is shaped: change the row, unlock, commit.
+			try (var change = consumer.prepareStatement(completion.sql)) {
+				change.setLong(1, id);
+				change.executeUpdate();
+			}
+			try (var unlock = consumer.prepareStatement("SELECT pg_advisory_unlock(?, ?::bigint::bit(32)::int4)")) {
+				unlock.setInt(1, namespace);
+				unlock.setLong(2, id);
+				unlock.execute();
+			}
+			CompletableFuture<CancelResult> cancel = CompletableFuture.supplyAsync(() -> this.template.cancel("race", id));
+			await().atMost(java.time.Duration.ofSeconds(5)).until(() -> this.jdbc.queryForObject(
+					"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE%'",
+					Long.class) == 1);
+			consumer.commit();
+			CancelResult result = cancel.get(5, TimeUnit.SECONDS);
+			assertThat(result).isEqualTo((completion == Completion.RETRY) ? CancelResult.REMOVED
+					: CancelResult.NOT_FOUND);
+		}
+		assertThat(advisoryLocks()).as("locks left by the canceller").isZero();
+	}
+
+	@Test
+	void ackDeletesNothingThatWasMovedToAnotherQueueWhileHeld() {
+		long id = this.template.send("moved", 1);
+		try (ConsumerSession session = this.template.openSession()) {
+			assertThat(session.claim("moved", 1).messages()).hasSize(1);
+			this.jdbc.update("UPDATE pgqueue.message SET queue = 'moved-elsewhere' WHERE id = ?", id);
+			session.ack(List.of(id));
+			assertThat(session.heldCount()).isZero();
+		}
+		assertThat(this.jdbc.queryForObject("SELECT queue FROM pgqueue.message WHERE id = ?", String.class, id))
+			.isEqualTo("moved-elsewhere");
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	/** A transaction holding the row locks of every message of {@code queue}. */
+	private Connection rowLocker(String queue) throws SQLException {
+		Connection blocker = this.dataSource.getConnection();
+		blocker.setAutoCommit(false);
+		try (Statement statement = blocker.createStatement()) {
+			statement.execute("SELECT 1 FROM pgqueue.message WHERE queue = '" + queue + "' FOR UPDATE");
+		}
+		return blocker;
+	}
+
+	private HikariDataSource singleConnectionPool(String initSql) {
+		com.zaxxer.hikari.HikariConfig config = new com.zaxxer.hikari.HikariConfig();
+		config.setJdbcUrl(this.postgres.jdbcUrl());
+		config.setUsername(this.postgres.username());
+		config.setMaximumPoolSize(1);
+		config.setConnectionInitSql(initSql);
+		return new HikariDataSource(config);
+	}
+
+	private long advisoryLocks() {
+		return this.jdbc.queryForObject("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'", Long.class);
+	}
+
+}

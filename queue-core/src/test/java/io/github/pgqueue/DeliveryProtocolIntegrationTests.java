@@ -254,6 +254,47 @@ class DeliveryProtocolIntegrationTests {
 	}
 
 	@Test
+	void messagesInFlightWhenTheServerRestartedAreClaimedInBatchesNotAsSuspects() {
+		int inFlight = Integer.getInteger("recovery.in-flight", 2_000);
+		List<Long> sent = sendMany("restart", inFlight);
+		// As the claims of consumers that were working when the server went away left them.
+		this.jdbc.update("UPDATE pgqueue.message SET attempts = 1, claim_open = true, claimed_at = now()");
+		EmbeddedPostgres.get().restart();
+		long started = System.nanoTime();
+		List<Integer> batchSizes = new ArrayList<>();
+		try (ConsumerSession session = this.template.openSession()) {
+			for (List<ClaimedMessage> batch = session.claim("restart", 10).messages(); !batch.isEmpty();
+					batch = session.claim("restart", 10).messages()) {
+				batchSizes.add(batch.size());
+				assertThat(batch).allMatch((message) -> message.attempt() == 2);
+				session.ack(batch.stream().map(ClaimedMessage::id).toList());
+			}
+		}
+		logger.info("{} messages in flight at a server restart recovered by one consumer in {} ms", inFlight,
+				(System.nanoTime() - started) / 1_000_000);
+		assertThat(batchSizes.stream().mapToInt(Integer::intValue).sum()).isEqualTo(sent.size());
+		assertThat(batchSizes).as("full batches: the restart, not the messages, ended those claims")
+			.hasSize(inFlight / 10);
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	@Test
+	void messagesWhoseConsumersDiedAreClaimedOneAtATimeWhileTheServerRuns() {
+		List<Long> sent = sendMany("died", Integer.getInteger("recovery.died", 30));
+		this.jdbc.update("UPDATE pgqueue.message SET attempts = 1, claim_open = true, claimed_at = now()");
+		long started = System.nanoTime();
+		try (ConsumerSession session = this.template.openSession()) {
+			for (Long id : sent) {
+				List<ClaimedMessage> suspect = session.claim("died", 10).messages();
+				assertThat(suspect).extracting(ClaimedMessage::id).containsExactly(id);
+				session.ack(List.of(id));
+			}
+		}
+		logger.info("{} messages whose consumers died recovered one at a time by one consumer in {} ms", sent.size(),
+				(System.nanoTime() - started) / 1_000_000);
+	}
+
+	@Test
 	void aMessageWhoseConsumerDiesEveryTimeIsDeadLetteredAfterMaxAttempts() {
 		this.template.declare(QueueDefinition.of("poison").withMaxAttempts(3));
 		long poison = this.template.send("poison", "kills its consumer");

@@ -157,10 +157,13 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 				this.handler.onMessage(Payloads.sequence(payload));
 			}
 			if (!claimed.isEmpty()) {
-				// ack: 1 ids, 2 pid, 3 namespace
+				// ack: 1 ids, 2 their queues, 3 pid, 4 namespace
+				String[] queues = new String[claimed.size()];
+				java.util.Arrays.fill(queues, QUEUE);
 				this.ack.setArray(1, this.connection.createArrayOf("bigint", claimed.keySet().toArray(new Long[0])));
-				this.ack.setInt(2, this.pid);
-				this.ack.setInt(3, ns);
+				this.ack.setArray(2, this.connection.createArrayOf("text", queues));
+				this.ack.setInt(3, this.pid);
+				this.ack.setInt(4, ns);
 				try (ResultSet rs = this.ack.executeQuery()) {
 					while (rs.next()) {
 						rs.getLong(1);

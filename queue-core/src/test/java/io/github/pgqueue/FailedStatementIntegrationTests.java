@@ -182,6 +182,78 @@ class FailedStatementIntegrationTests {
 		assertThat(advisoryLocks()).isZero();
 	}
 
+	@Test
+	void consumersDrainEverythingWhileTheirStatementsAreCancelledAtRandomAndLeaveNoLock() throws Exception {
+		List<Long> sent = new java.util.ArrayList<>();
+		for (int i = 0; i < 3; i++) {
+			sent.addAll(this.template.sendBatch("storm", java.util.stream.IntStream.range(0, 1000).boxed().toList()));
+		}
+		java.util.Map<Long, java.util.concurrent.atomic.AtomicInteger> deliveries = new java.util.concurrent.ConcurrentHashMap<>();
+		java.util.Set<Long> unacked = java.util.concurrent.ConcurrentHashMap.newKeySet();
+		java.util.concurrent.atomic.AtomicInteger cancels = new java.util.concurrent.atomic.AtomicInteger();
+		java.util.concurrent.atomic.AtomicInteger failures = new java.util.concurrent.atomic.AtomicInteger();
+		java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+		try (HikariDataSource storm = this.postgres.pool("storm", 8)) {
+			QueueTemplate consumer = QueueTemplate.builder(storm).build();
+			Thread canceller = new Thread(() -> {
+				while (!done.get()) {
+					cancels.addAndGet(this.jdbc.queryForObject("SELECT count(*) FILTER (WHERE pg_cancel_backend(pid)) "
+							+ "FROM pg_stat_activity WHERE application_name = 'storm' AND state = 'active'", Integer.class));
+					java.util.concurrent.locks.LockSupport.parkNanos(3_000_000);
+				}
+			});
+			canceller.start();
+			java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(4);
+			List<java.util.concurrent.Future<?>> workers = new java.util.ArrayList<>();
+			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+			java.util.function.BooleanSupplier work = () -> System.nanoTime() < deadline && this.jdbc
+				.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = 'storm'", Long.class) > 0;
+			for (int w = 0; w < 4; w++) {
+				workers.add(pool.submit(() -> {
+					while (work.getAsBoolean()) {
+						try (ConsumerSession session = consumer.openSession()) {
+							while (work.getAsBoolean()) {
+								List<Long> ids = session.claim("storm", 10).messages().stream().map(ClaimedMessage::id)
+									.toList();
+								ids.forEach((id) -> deliveries.computeIfAbsent(id,
+										(k) -> new java.util.concurrent.atomic.AtomicInteger()).incrementAndGet());
+								try {
+									session.ack(ids);
+								}
+								catch (QueueException ex) {
+									unacked.addAll(ids);
+									throw ex;
+								}
+							}
+						}
+						catch (QueueException ex) {
+							failures.incrementAndGet();
+						}
+					}
+					return null;
+				}));
+			}
+			for (java.util.concurrent.Future<?> worker : workers) {
+				worker.get(150, TimeUnit.SECONDS);
+			}
+			pool.shutdown();
+			done.set(true);
+			canceller.join();
+			assertThat(advisoryLocks()).as("locks left on the pooled connections").isZero();
+		}
+		assertThat(cancels.get()).as("statements cancelled").isPositive();
+		assertThat(failures.get()).as("claims and acks that failed").isPositive();
+		assertThat(deliveries.keySet()).as("every message delivered").containsExactlyInAnyOrderElementsOf(sent);
+		deliveries.forEach((id, n) -> {
+			if (n.get() > 1) {
+				assertThat(unacked).as("message %d was delivered %d times", id, n.get()).contains(id);
+			}
+		});
+		assertThat(this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = 'storm'", Long.class))
+			.as("left in the queue").isZero();
+		assertThat(advisoryLocks()).isZero();
+	}
+
 	/** A transaction holding the row locks of every message of {@code queue}. */
 	private Connection rowLocker(String queue) throws SQLException {
 		Connection blocker = this.dataSource.getConnection();

@@ -144,8 +144,7 @@ public final class QueueTemplate implements QueueOperations {
 		java.util.Map<String, String> headers = new java.util.LinkedHashMap<>(options.headers());
 		headers.put("pgqueue-exchange", exchange);
 		headers.put("pgqueue-routing-key", routingKey);
-		List<String> queues = new ArrayList<>();
-		Integer routed = this.jdbc.execute(this.sql.publish(), (PreparedStatement ps) -> {
+		List<String> routedTo = this.jdbc.execute(this.sql.publish(), (PreparedStatement ps) -> {
 			ps.setString(1, json);
 			ps.setString(2, Headers.write(headers));
 			ps.setInt(3, options.priority());
@@ -154,22 +153,23 @@ public final class QueueTemplate implements QueueOperations {
 			setMaxAttempts(ps, 6, options);
 			ps.setString(7, exchange);
 			ps.setString(8, routingKey);
-			int count = 0;
+			List<String> queues = new ArrayList<>();
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {
-					count++;
+					queues.add(rs.getString(2));
 				}
 			}
-			return count;
+			return queues;
 		});
-		if (routed == null || routed == 0) {
+		if (routedTo == null || routedTo.isEmpty()) {
 			if (!Boolean.TRUE.equals(this.jdbc.queryForObject(this.sql.exchangeExists(), Boolean.class, exchange))) {
 				throw new IllegalArgumentException("Exchange '" + exchange + "' is not declared; declare it under "
 						+ "pgqueue.exchanges or with declare(ExchangeDefinition)");
 			}
 			return 0;
 		}
-		return routed;
+		routedTo.forEach((queue) -> sent(queue, 1));
+		return routedTo.size();
 	}
 
 	@Override

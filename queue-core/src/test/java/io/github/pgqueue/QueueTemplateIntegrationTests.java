@@ -40,6 +40,18 @@ class QueueTemplateIntegrationTests {
 	}
 
 	@Test
+	void publishCountsEachRoutedCopyAsSentToItsQueue() {
+		io.micrometer.core.instrument.simple.SimpleMeterRegistry meters = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+		QueueTemplate metered = QueueTemplate.builder(this.dataSource).meterRegistry(meters).build();
+		metered.declare(new ExchangeDefinition("counted", ExchangeDefinition.Type.FANOUT,
+				List.of(new ExchangeDefinition.Binding("billing", ""), new ExchangeDefinition.Binding("shipping", ""))));
+		assertThat(metered.publish("counted", "any", "o-1")).isEqualTo(2);
+		assertThat(metered.publish("counted", "any", "o-2")).isEqualTo(2);
+		assertThat(meters.get("pgqueue.messages.sent").tag("queue", "billing").counter().count()).isEqualTo(2);
+		assertThat(meters.get("pgqueue.messages.sent").tag("queue", "shipping").counter().count()).isEqualTo(2);
+	}
+
+	@Test
 	void sentMessageIsReceivedWithPayloadHeadersAndFirstAttempt() {
 		long id = this.template.send("emails", new Email("a@example.com", "hi"),
 				SendOptions.builder().header("tenant", "acme").build());

@@ -300,7 +300,7 @@ public final class QueueSql {
 				SELECT q.queue, ?::jsonb, ?::jsonb, ?, COALESCE(?, now() + ? * interval '1 millisecond'), ?
 				  FROM (SELECT DISTINCT b.queue FROM %1$s.binding b
 				         WHERE b.exchange = ? AND ('.' || ?) ~ b.key_regex) q
-				RETURNING id""".formatted(s);
+				RETURNING id, queue""".formatted(s);
 
 		// 1 exchange.
 		this.exchangeExists = "SELECT EXISTS (SELECT 1 FROM %s.exchange WHERE name = ?)".formatted(s);

@@ -111,6 +111,7 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 		claim.setString(8, QUEUE);
 		claim.setInt(9, namespace);
 		claim.setInt(10, QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
+		claim.setString(11, QUEUE);
 	}
 
 	/** One worker's session: its backend pid guards the ack, as in pgqueue. */

@@ -154,6 +154,7 @@ public final class ConsumerSession implements AutoCloseable {
 		List<ClaimedMessage> deliverable = new ArrayList<>(max);
 		List<DeadLetter> letters = new ArrayList<>();
 		boolean suspect = false;
+		Duration nextVisible = null;
 		try {
 			try (PreparedStatement ps = this.connection.prepareStatement(this.sql.claim())) {
 				ps.setString(1, queue);
@@ -166,8 +167,14 @@ public final class ConsumerSession implements AutoCloseable {
 				ps.setString(8, queue);
 				ps.setInt(9, this.namespace);
 				ps.setInt(10, this.maxPayloadBytes);
+				ps.setString(11, queue);
 				try (ResultSet rs = ps.executeQuery()) {
 					while (rs.next()) {
+						if (rs.getObject(1) == null) {
+							long ms = rs.getLong(16);
+							nextVisible = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, ms));
+							continue; // nothing could be locked: when the next delayed message is due
+						}
 						if (rs.getObject(5) == null) {
 							continue; // skipped by the re-check and already unlocked
 						}
@@ -195,8 +202,7 @@ public final class ConsumerSession implements AutoCloseable {
 				deadLetter(letters);
 			}
 			this.lastAliveCheck = System.nanoTime();
-			return (deliverable.isEmpty() && letters.isEmpty()) ? Claim.EMPTY
-					: new Claim(deliverable, letters.size(), suspect);
+			return new Claim(deliverable, letters.size(), suspect, nextVisible);
 		}
 		catch (SQLException ex) {
 			throw claimFailure(queue, ex);
@@ -276,6 +282,7 @@ public final class ConsumerSession implements AutoCloseable {
 			ps.setArray(3, this.connection.createArrayOf("text", errors));
 			ps.setInt(4, this.backendPid);
 			ps.setInt(5, this.namespace);
+			ps.setString(6, this.sql.channel());
 			completed(ids, ps, "retry");
 		}
 		catch (SQLException ex) {
@@ -482,13 +489,12 @@ public final class ConsumerSession implements AutoCloseable {
 	}
 
 	/**
-	 * The outcome of a claim: the messages to deliver, how many were dead-lettered instead, and
+	 * The outcome of a claim: the messages to deliver, how many were dead-lettered instead,
 	 * whether the message claimed is a suspect (its last consumer died holding it; it is then the
-	 * only message of the claim).
+	 * only message of the claim), and, when nothing could be claimed, how long until the queue's
+	 * next delayed message becomes visible (null when none is waiting or it is unknown).
 	 */
-	public record Claim(List<ClaimedMessage> messages, int deadLettered, boolean suspect) {
-
-		static final Claim EMPTY = new Claim(List.of(), 0, false);
+	public record Claim(List<ClaimedMessage> messages, int deadLettered, boolean suspect, Duration nextVisibleIn) {
 
 	}
 

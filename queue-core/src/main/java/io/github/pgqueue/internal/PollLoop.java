@@ -67,6 +67,9 @@ public final class PollLoop implements Runnable {
 
 	private int nextQueue;
 
+	/** When the next delayed message of this poller's queues becomes visible, as the last poll saw it. */
+	private Duration nextDue;
+
 	/**
 	 * @param leader whether this poller polls every poll interval when idle; the others (followers)
 	 * wait for a notification, or for a sibling that found a full batch, so that an idle listener
@@ -118,8 +121,9 @@ public final class PollLoop implements Runnable {
 					}
 					this.backoff.reset();
 					if (!found) {
-						await(this.leader ? this.endpoint.pollInterval()
-								: this.endpoint.pollInterval().multipliedBy(FOLLOWER_IDLE_FACTOR));
+						Duration idle = this.leader ? this.endpoint.pollInterval()
+								: this.endpoint.pollInterval().multipliedBy(FOLLOWER_IDLE_FACTOR);
+						await((this.nextDue != null && this.nextDue.compareTo(idle) < 0) ? this.nextDue : idle);
 					}
 				}
 				catch (InterruptedException ex) {
@@ -154,9 +158,13 @@ public final class PollLoop implements Runnable {
 		}
 	}
 
-	/** Claims once from each queue in turn; whether any message was found. */
+	/**
+	 * Claims once from each queue in turn; whether any message was found. When none was, also
+	 * learns when the next delayed message of these queues is due ({@link #nextDue}).
+	 */
 	private boolean pollOnce() {
 		boolean found = false;
+		this.nextDue = null;
 		List<String> queues = this.endpoint.queues();
 		for (int i = 0; i < queues.size() && this.running; i++) {
 			String queue = queues.get((this.nextQueue + i) % queues.size());
@@ -169,6 +177,10 @@ public final class PollLoop implements Runnable {
 					mayTakeOpen = false;
 				}
 				this.metrics.processed(queue, Outcome.DEAD, claim.deadLettered());
+				Duration due = claim.nextVisibleIn();
+				if (due != null && (this.nextDue == null || due.compareTo(this.nextDue) < 0)) {
+					this.nextDue = due;
+				}
 				if (!claim.messages().isEmpty()) {
 					found = true;
 					if (claim.messages().size() == this.endpoint.batchSize()) {

@@ -85,7 +85,7 @@ public final class QueueSql {
 				RETURNING id""".formatted(s);
 
 		// 1 queue, 2 queue, 3 queue, 4 may take a message whose consumer died, 5 window,
-		// 6 namespace, 7 batch size, 8 queue, 9 namespace, 10 payload limit in bytes.
+		// 6 namespace, 7 batch size, 8 queue, 9 namespace, 10 payload limit in bytes, 11 queue.
 		//
 		// locked: walks the claim index priority by priority (a loose index scan, so a priority that
 		// only holds delayed messages costs one probe), tests queue and visibility before the lock,
@@ -108,7 +108,10 @@ public final class QueueSql {
 		//
 		// The final select unlocks at once every locked row not claimed, and returns the
 		// claimed rows with their queue's policy; a payload above the limit is not sent (its text is
-		// null and its size says why).
+		// null and its size says why). When nothing could be locked, one row with a null id says in
+		// how many milliseconds the queue's next delayed message becomes visible (null: none), so
+		// an idle poller sleeps until then and not a whole poll interval: in the same statement, so
+		// an idle poll still costs one.
 		this.claim = """
 				WITH RECURSIVE priorities AS (
 				    (SELECT priority FROM %1$s.message WHERE queue = ? ORDER BY priority LIMIT 1)
@@ -144,7 +147,7 @@ public final class QueueSql {
 				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
 				              m.max_attempts, m.created_at, m.last_error
 				)
-				SELECT l.id,
+				(SELECT l.id,
 				       CASE WHEN c.id IS NULL THEN pg_advisory_unlock(?, l.id::bit(32)::int4) END,
 				       CASE WHEN octet_length(p.text) <= ? THEN p.text END, c.headers::text, c.priority,
 				       c.attempts, c.created_at,
@@ -155,12 +158,23 @@ public final class QueueSql {
 				       COALESCE(q.backoff_max_ms, 600000),
 				       c.last_error,
 				       octet_length(p.text),
-				       l.suspect
+				       l.suspect,
+				       NULL::bigint
 				  FROM locked l
 				  LEFT JOIN claimed c ON c.id = l.id
 				  LEFT JOIN LATERAL (SELECT c.payload::text AS text) p ON true
 				  LEFT JOIN %1$s.queue q ON q.name = c.queue
-				 ORDER BY c.priority, c.visible_at, l.id""".formatted(s);
+				 ORDER BY c.priority, c.visible_at, l.id)
+				UNION ALL
+				SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+				       (SELECT ceil(extract(epoch FROM min(n.visible_at) - now()) * 1000)::bigint
+				          FROM priorities p
+				         CROSS JOIN LATERAL (
+				                SELECT m.visible_at FROM %1$s.message m
+				                 WHERE m.queue = ? AND m.priority = p.priority
+				                   AND m.visible_at > now() AND m.visible_at < 'infinity'
+				                 ORDER BY m.visible_at LIMIT 1) n)
+				 WHERE NOT EXISTS (SELECT 1 FROM locked)""".formatted(s);
 
 		// 1 ids, 2 their queues, 3 backend pid of the claiming session, 4 namespace. The pid guard
 		// fences a lease whose session died: on any other session the statement deletes nothing. The
@@ -173,14 +187,18 @@ public final class QueueSql {
 				 WHERE m.id = a.id AND m.queue = a.queue AND pg_backend_pid() = ?
 				RETURNING m.id, pg_advisory_unlock(?, m.id::bit(32)::int4)""".formatted(s);
 
-		// 1 ids, 2 delays ms, 3 errors (text[], null entries keep last_error), 4 pid, 5 namespace.
+		// 1 ids, 2 delays ms, 3 errors (text[], null entries keep last_error), 4 pid, 5 namespace,
+		// 6 channel. Wakes the queue's pollers in every process (one notification per queue: equal
+		// ones are folded at commit), so that they learn when the retry is due and wake then.
 		this.retry = """
-				UPDATE %s.message m
-				   SET visible_at = now() + r.delay_ms * interval '1 millisecond',
-				       last_error = COALESCE(r.error, m.last_error), claim_open = false
-				  FROM unnest(?::bigint[], ?::bigint[], ?::text[]) AS r(id, delay_ms, error)
-				 WHERE m.id = r.id AND pg_backend_pid() = ?
-				RETURNING m.id, pg_advisory_unlock(?, m.id::bit(32)::int4)""".formatted(s);
+				WITH retried AS (
+				    UPDATE %s.message m
+				       SET visible_at = now() + r.delay_ms * interval '1 millisecond',
+				           last_error = COALESCE(r.error, m.last_error), claim_open = false
+				      FROM unnest(?::bigint[], ?::bigint[], ?::text[]) AS r(id, delay_ms, error)
+				     WHERE m.id = r.id AND pg_backend_pid() = ?
+				    RETURNING m.id, m.queue, pg_advisory_unlock(?, m.id::bit(32)::int4) AS unlocked)
+				SELECT id, unlocked, pg_notify(?, queue) FROM retried""".formatted(s);
 
 		// 1 ids, 2 dead-letter queues, 3 errors, 4 pid, 5 namespace, 6 channel. Moves messages to
 		// their dead-letter queue with a fresh attempt count, keeps where they came from in the

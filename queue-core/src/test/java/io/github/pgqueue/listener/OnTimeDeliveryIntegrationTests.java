@@ -1,0 +1,101 @@
+package io.github.pgqueue.listener;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.pgqueue.AckMode;
+import io.github.pgqueue.QueueDefinition;
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.SendOptions;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.PostgresExtension;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Delayed messages and retries reach an idle listener when they are due, not at its next poll:
+ * every listener here polls once a minute, and every wait is far shorter.
+ */
+@ExtendWith(PostgresExtension.class)
+class OnTimeDeliveryIntegrationTests {
+
+	private static final Duration POLL_INTERVAL = Duration.ofSeconds(60);
+
+	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
+
+	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
+
+	private final QueueTemplate template = QueueTemplate.builder(this.postgres.dataSource()).build();
+
+	private final HikariDataSource consumerPool = this.postgres.pool("on-time", 6);
+
+	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+			this.consumerPool, Duration.ofSeconds(5));
+
+	@AfterEach
+	void stop() {
+		this.registry.stop();
+		this.consumerPool.close();
+	}
+
+	@Test
+	void delayedMessageSentToAnIdleListenerArrivesWhenDueNotAtTheNextPoll() {
+		List<Long> handledAt = new CopyOnWriteArrayList<>();
+		listen("later", 2, (message, ack) -> handledAt.add(System.nanoTime()));
+		awaitIdle();
+		long sent = System.nanoTime();
+		this.template.send("later", 1, SendOptions.builder().delay(Duration.ofMillis(1500)).build());
+		await().atMost(Duration.ofSeconds(10)).until(() -> handledAt.size() == 1);
+		Duration late = Duration.ofNanos(handledAt.get(0) - sent).minusMillis(1500);
+		assertThat(late.toMillis()).as("ms after its delay").isBetween(0L, 5_000L);
+	}
+
+	@Test
+	void delayedMessageWrittenBeforeTheListenerWentIdleArrivesWhenDue() {
+		this.jdbc.update("INSERT INTO pgqueue.message (queue, payload, visible_at) "
+				+ "VALUES ('written', '1', now() + interval '2 seconds')");
+		AtomicLong handledAt = new AtomicLong();
+		long started = System.nanoTime();
+		listen("written", 1, (message, ack) -> handledAt.set(System.nanoTime()));
+		await().atMost(Duration.ofSeconds(10)).until(() -> handledAt.get() != 0);
+		assertThat(Duration.ofNanos(handledAt.get() - started)).isLessThan(Duration.ofSeconds(7));
+	}
+
+	@Test
+	void failingMessageIsRetriedWhenItsBackOffEndsAndReachesTheDeadLetterQueueInSeconds() {
+		this.template.declare(QueueDefinition.of("retried").withMaxAttempts(3)
+			.withBackoff(Duration.ofMillis(300), 1.0, Duration.ofMillis(300)));
+		List<Integer> attempts = new CopyOnWriteArrayList<>();
+		listen("retried", 1, (message, ack) -> {
+			attempts.add(message.attempt());
+			throw new IllegalStateException("still failing");
+		});
+		long id = this.template.send("retried", 1);
+		await().atMost(Duration.ofSeconds(10)).until(() -> "retried.dlq".equals(this.jdbc
+			.queryForObject("SELECT queue FROM pgqueue.message WHERE id = ?", String.class, id)));
+		assertThat(attempts).containsExactly(1, 2, 3);
+	}
+
+	private void listen(String queue, int concurrency, QueueMessageListener listener) {
+		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), concurrency,
+				AckMode.AUTO, true, Integer.class, listener, new DefaultQueueErrorHandler(), 10, POLL_INTERVAL));
+		this.registry.start();
+	}
+
+	/** Waits until the pollers have made their first, empty claim and gone to sleep. */
+	private void awaitIdle() {
+		await().atMost(Duration.ofSeconds(10)).until(() -> this.registry.isListening()
+				&& this.registry.getListenerContainers().stream().allMatch(QueueListenerContainer::isConnected));
+		await().pollDelay(Duration.ofMillis(300)).atMost(Duration.ofSeconds(1)).until(() -> true);
+	}
+
+}

@@ -83,7 +83,7 @@ public final class QueueTemplate implements QueueOperations {
 		Objects.requireNonNull(options, "SendOptions must not be null");
 		String json = checkSize(queue, this.converter.write(requirePayload(payload, queue)));
 		boolean plain = options.isDefault();
-		Long id = this.jdbc.execute(plain ? this.sql.sendPlain() : this.sql.send(), (PreparedStatement ps) -> {
+		Long id = write(queue, () -> this.jdbc.execute(plain ? this.sql.sendPlain() : this.sql.send(), (PreparedStatement ps) -> {
 			if (plain) {
 				ps.setString(1, queue);
 			}
@@ -95,7 +95,7 @@ public final class QueueTemplate implements QueueOperations {
 				rs.next();
 				return rs.getLong(1);
 			}
-		});
+		}));
 		sent(queue, 1);
 		return Objects.requireNonNull(id);
 	}
@@ -112,7 +112,7 @@ public final class QueueTemplate implements QueueOperations {
 		for (int i = 0; i < json.length; i++) {
 			json[i] = checkSize(queue, this.converter.write(requirePayload(payloads.get(i), queue)));
 		}
-		List<Long> ids = this.jdbc.execute(this.sql.sendBatch(), (PreparedStatement ps) -> {
+		List<Long> ids = write(queue, () -> this.jdbc.execute(this.sql.sendBatch(), (PreparedStatement ps) -> {
 			// sendBatch's parameters: 1 queue, 2 headers, 3 priority, 4 not-before, 5 delay, 6 max, 7 payloads
 			ps.setString(1, queue);
 			ps.setString(2, Headers.write(options.headers()));
@@ -130,7 +130,7 @@ public final class QueueTemplate implements QueueOperations {
 			}
 			Collections.sort(result);
 			return result;
-		});
+		}));
 		sent(queue, json.length);
 		return ids;
 	}
@@ -144,7 +144,7 @@ public final class QueueTemplate implements QueueOperations {
 		java.util.Map<String, String> headers = new java.util.LinkedHashMap<>(options.headers());
 		headers.put("pgqueue-exchange", exchange);
 		headers.put("pgqueue-routing-key", routingKey);
-		List<String> routedTo = this.jdbc.execute(this.sql.publish(), (PreparedStatement ps) -> {
+		List<String> routedTo = write(exchange, () -> this.jdbc.execute(this.sql.publish(), (PreparedStatement ps) -> {
 			ps.setString(1, json);
 			ps.setString(2, Headers.write(headers));
 			ps.setInt(3, options.priority());
@@ -160,7 +160,7 @@ public final class QueueTemplate implements QueueOperations {
 				}
 			}
 			return queues;
-		});
+		}));
 		if (routedTo == null || routedTo.isEmpty()) {
 			if (!Boolean.TRUE.equals(this.jdbc.queryForObject(this.sql.exchangeExists(), Boolean.class, exchange))) {
 				throw new IllegalArgumentException("Exchange '" + exchange + "' is not declared; declare it under "
@@ -398,6 +398,23 @@ public final class QueueTemplate implements QueueOperations {
 	/** The SQL of this template's schema. Internal: used by listener containers. */
 	public QueueSql sql() {
 		return this.sql;
+	}
+
+	/**
+	 * Runs a sending statement; a send inside a read-only transaction (SQLSTATE 25006) fails with
+	 * a sentence that says so rather than a raw SQL error.
+	 */
+	private static <T> T write(String target, java.util.function.Supplier<T> statement) {
+		try {
+			return statement.get();
+		}
+		catch (org.springframework.dao.DataAccessException ex) {
+			if (ex.getMostSpecificCause() instanceof java.sql.SQLException sql && "25006".equals(sql.getSQLState())) {
+				throw new QueueException("Cannot send to '" + target + "' in a read-only transaction (for example "
+						+ "@Transactional(readOnly = true)); send from a read-write transaction", ex);
+			}
+			throw ex;
+		}
 	}
 
 	private void sent(String queue, int count) {

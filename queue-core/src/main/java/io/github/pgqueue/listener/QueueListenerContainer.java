@@ -35,6 +35,9 @@ public final class QueueListenerContainer {
 
 	private volatile boolean running;
 
+	/** How long pollers still running at the shutdown timeout may take to react to the interrupt. */
+	static final Duration INTERRUPT_GRACE = Duration.ofSeconds(5);
+
 	QueueListenerContainer(QueueListenerEndpoint endpoint, Supplier<ConsumerSession> sessions,
 			PayloadConverter converter, ListenerMetrics metrics) {
 		this.endpoint = endpoint;
@@ -72,6 +75,8 @@ public final class QueueListenerContainer {
 				PollLoop loop = new PollLoop(this.endpoint, this.sessions, this.converter, this.metrics, i == 0,
 						this::wakeAll);
 				Thread thread = new Thread(loop, "pgqueue-" + this.endpoint.id() + "-" + i);
+				// A handler that ignores interrupts must not keep the JVM alive once the application is closed.
+				thread.setDaemon(true);
 				this.loops.add(loop);
 				this.threads.add(thread);
 			}
@@ -98,32 +103,57 @@ public final class QueueListenerContainer {
 		}
 	}
 
+	/**
+	 * Waits until {@code deadlineNanos} for the pollers to finish their handlers, then interrupts
+	 * those still running (their messages are given back) and waits for them at most
+	 * {@link #INTERRUPT_GRACE} more, all of them at once.
+	 */
 	void awaitStop(long deadlineNanos) {
-		List<Thread> stopping;
-		synchronized (this.loops) {
-			stopping = new ArrayList<>(this.threads);
-		}
-		boolean interrupted = false;
-		for (Thread thread : stopping) {
-			try {
-				long leftMillis = Math.max(1, (deadlineNanos - System.nanoTime()) / 1_000_000);
-				thread.join(leftMillis);
-				if (thread.isAlive()) {
-					logger.warn("Listener '{}': thread {} did not finish within the shutdown timeout; interrupting it",
-							this.endpoint.id(), thread.getName());
-					thread.interrupt();
-					thread.join(5_000);
-				}
-			}
-			catch (InterruptedException ex) {
-				interrupted = true;
+		interruptAfter(deadlineNanos);
+		joinUntil(deadlineNanos + INTERRUPT_GRACE.toNanos());
+		logger.info("Stopped listener '{}'", this.endpoint.id());
+	}
+
+	/** Waits until {@code deadlineNanos} and interrupts the pollers still running then. */
+	void interruptAfter(long deadlineNanos) {
+		joinUntil(deadlineNanos);
+		for (Thread thread : threads()) {
+			if (thread.isAlive()) {
+				logger.warn("Listener '{}': thread {} did not finish within the shutdown timeout; interrupting it",
+						this.endpoint.id(), thread.getName());
 				thread.interrupt();
 			}
 		}
-		if (interrupted) {
-			Thread.currentThread().interrupt();
+	}
+
+	/** Waits for the pollers until {@code deadlineNanos}; returns whether all have finished. */
+	boolean joinUntil(long deadlineNanos) {
+		for (Thread thread : threads()) {
+			long left = deadlineNanos - System.nanoTime();
+			if (left <= 0) {
+				break;
+			}
+			try {
+				thread.join(Math.max(1, left / 1_000_000));
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				return false;
+			}
 		}
-		logger.info("Stopped listener '{}'", this.endpoint.id());
+		boolean finished = threads().stream().noneMatch(Thread::isAlive);
+		if (!finished && deadlineNanos - System.nanoTime() <= 0) {
+			threads().stream().filter(Thread::isAlive).forEach((thread) -> logger.warn("Listener '{}': thread {} "
+					+ "still runs its handler after the shutdown timeout and the interrupt; leaving it (a daemon "
+					+ "thread, it does not keep the JVM alive)", this.endpoint.id(), thread.getName()));
+		}
+		return finished;
+	}
+
+	private List<Thread> threads() {
+		synchronized (this.loops) {
+			return new ArrayList<>(this.threads);
+		}
 	}
 
 	/** Wakes the pollers if they consume {@code queue}. */

@@ -24,7 +24,12 @@ import org.springframework.util.Assert;
  */
 public class QueueListenerEndpointRegistry implements SmartLifecycle {
 
-	/** Started after, and stopped before, ordinary lifecycle beans. */
+	/**
+	 * The lifecycle phase: late, so that listeners start after infrastructure with lower phases
+	 * (the web server starts in {@code DEFAULT_PHASE - 2048}) and stop before it; beans in
+	 * {@link SmartLifecycle#DEFAULT_PHASE} start after this registry and stop before it.
+	 * Listeners start when the context is refreshed, so before {@code ApplicationRunner}s run.
+	 */
 	public static final int PHASE = Integer.MAX_VALUE - 100;
 
 	private final Map<String, QueueListenerContainer> containers = new LinkedHashMap<>();
@@ -37,7 +42,7 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 
 	private final ListenerMetrics metrics;
 
-	private NotifyListener notifyListener;
+	private volatile NotifyListener notifyListener;
 
 	private Thread notifyThread;
 
@@ -66,6 +71,7 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 				this.template.payloadConverter(), this.metrics);
 		this.containers.put(endpoint.id(), container);
 		if (this.running && endpoint.autoStartup()) {
+			startNotifications();
 			container.start();
 		}
 	}
@@ -97,7 +103,16 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 			return;
 		}
 		this.running = true;
-		if (this.containers.isEmpty()) {
+		if (this.containers.values().stream().noneMatch((c) -> c.endpoint().autoStartup())) {
+			return;
+		}
+		startNotifications();
+		this.containers.values().stream().filter((c) -> c.endpoint().autoStartup()).forEach(QueueListenerContainer::start);
+	}
+
+	/** Starts the one LISTEN connection, when the first listener starts. */
+	private void startNotifications() {
+		if (this.notifyListener != null) {
 			return;
 		}
 		this.notifyListener = new NotifyListener(this.consumerDataSource, this.template.sql().channel(),
@@ -105,9 +120,13 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		this.notifyThread = new Thread(this.notifyListener, "pgqueue-notify");
 		this.notifyThread.setDaemon(true);
 		this.notifyThread.start();
-		this.containers.values().stream().filter((c) -> c.endpoint().autoStartup()).forEach(QueueListenerContainer::start);
 	}
 
+	/**
+	 * Stops every listener: no claim and no handler starts after this call; running handlers get
+	 * the shutdown timeout to finish, then all still running are interrupted at once and given
+	 * {@code QueueListenerContainer.INTERRUPT_GRACE} more in all; their messages are given back.
+	 */
 	@Override
 	public void stop() {
 		Collection<QueueListenerContainer> stopping;
@@ -120,16 +139,44 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		}
 		stopping.forEach(QueueListenerContainer::signalStop);
 		long deadline = System.nanoTime() + this.shutdownTimeout.toNanos();
-		stopping.forEach((container) -> container.awaitStop(deadline));
-		if (this.notifyListener != null) {
-			this.notifyListener.stop();
+		stopping.forEach((container) -> container.interruptAfter(deadline));
+		long graceDeadline = deadline + QueueListenerContainer.INTERRUPT_GRACE.toNanos();
+		stopping.forEach((container) -> container.joinUntil(graceDeadline));
+		NotifyListener listener;
+		Thread thread;
+		synchronized (this) {
+			listener = this.notifyListener;
+			thread = this.notifyThread;
+			this.notifyListener = null;
+			this.notifyThread = null;
+		}
+		if (listener != null) {
+			listener.stop();
 			try {
-				this.notifyThread.join(2_000);
+				thread.join(2_000);
 			}
 			catch (InterruptedException ex) {
 				Thread.currentThread().interrupt();
 			}
 		}
+	}
+
+	/**
+	 * Stops asynchronously and runs {@code callback} when done, so that Spring's
+	 * {@code spring.lifecycle.timeout-per-shutdown-phase} bounds how long the context waits.
+	 */
+	@Override
+	public void stop(Runnable callback) {
+		Thread stopper = new Thread(() -> {
+			try {
+				stop();
+			}
+			finally {
+				callback.run();
+			}
+		}, "pgqueue-stop");
+		stopper.setDaemon(true);
+		stopper.start();
 	}
 
 	@Override

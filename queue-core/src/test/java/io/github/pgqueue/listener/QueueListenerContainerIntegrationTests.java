@@ -308,6 +308,39 @@ class QueueListenerContainerIntegrationTests {
 		assertThat(advisoryLocks()).isZero();
 	}
 
+	@Test
+	void stopIsBoundedByTheShutdownTimeoutPlusOneGraceForAllStuckHandlersTogether() throws Exception {
+		QueueListenerEndpointRegistry impatient = new QueueListenerEndpointRegistry(this.template, this.consumerPool,
+				Duration.ofMillis(300));
+		CountDownLatch allStuck = new CountDownLatch(8);
+		AtomicBoolean release = new AtomicBoolean();
+		impatient.registerListenerEndpoint(new QueueListenerEndpoint("deaf", List.of("deaf"), 8, AckMode.AUTO, true,
+				Integer.class, (message, ack) -> {
+					allStuck.countDown();
+					while (!release.get()) { // ignores interrupts
+						java.util.concurrent.locks.LockSupport.parkNanos(10_000_000);
+					}
+				}, new DefaultQueueErrorHandler(), 1, Duration.ofMillis(100)));
+		this.template.sendBatch("deaf", IntStream.range(0, 8).boxed().toList());
+		impatient.start();
+		assertThat(allStuck.await(10, TimeUnit.SECONDS)).isTrue();
+		List<Thread> pollers = Thread.getAllStackTraces().keySet().stream()
+			.filter((thread) -> thread.getName().startsWith("pgqueue-deaf-")).toList();
+		assertThat(pollers).hasSize(8).allMatch(Thread::isDaemon);
+
+		long before = System.nanoTime();
+		CountDownLatch stopped = new CountDownLatch(1);
+		impatient.stop(stopped::countDown);
+		assertThat(Duration.ofNanos(System.nanoTime() - before)).as("stop(Runnable) returns at once")
+			.isLessThan(Duration.ofMillis(200));
+		assertThat(stopped.await(20, TimeUnit.SECONDS)).isTrue();
+		assertThat(Duration.ofNanos(System.nanoTime() - before)).as("300 ms + one 5 s grace, not 5 s per thread")
+			.isLessThan(Duration.ofSeconds(8));
+		release.set(true);
+		await().atMost(Duration.ofSeconds(10)).until(() -> pollers.stream().noneMatch(Thread::isAlive));
+		await().atMost(Duration.ofSeconds(10)).until(() -> advisoryLocks() == 0);
+	}
+
 	private String queueOf(long id) {
 		List<String> queues = this.jdbc.queryForList("SELECT queue FROM pgqueue.message WHERE id = ?", String.class, id);
 		return queues.isEmpty() ? null : queues.get(0);

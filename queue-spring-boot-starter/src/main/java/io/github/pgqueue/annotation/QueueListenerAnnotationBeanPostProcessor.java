@@ -19,7 +19,10 @@ import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.BeanFactoryAware;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.BeanPostProcessor;
-import org.springframework.beans.factory.config.ConfigurableBeanFactory;
+import org.springframework.beans.factory.BeanFactoryUtils;
+import org.springframework.beans.factory.BeanInitializationException;
+import org.springframework.beans.factory.config.BeanDefinition;
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.core.MethodIntrospector;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.util.ReflectionUtils;
@@ -28,7 +31,9 @@ import org.springframework.util.StringUtils;
 /**
  * Finds {@link QueueListener} methods on beans, checks each signature while the bean is created
  * (a failure names the bean, the method and the fix), and registers the endpoints with the
- * {@link QueueListenerEndpointRegistry} once every singleton exists.
+ * {@link QueueListenerEndpointRegistry} of its own context (never a parent's) once every singleton
+ * exists; a listener bean created later (a lazy one) is registered, and started, when it is
+ * created. Listener beans must be singletons.
  */
 public class QueueListenerAnnotationBeanPostProcessor
 		implements BeanPostProcessor, SmartInitializingSingleton, BeanFactoryAware {
@@ -37,11 +42,22 @@ public class QueueListenerAnnotationBeanPostProcessor
 
 	private final List<Found> found = new ArrayList<>();
 
-	private ConfigurableBeanFactory beanFactory;
+	private ConfigurableListableBeanFactory beanFactory;
+
+	/** Whether the singletons exist: endpoints found from now on are registered at once. */
+	private boolean started;
 
 	@Override
 	public void setBeanFactory(BeanFactory beanFactory) {
-		this.beanFactory = (ConfigurableBeanFactory) beanFactory;
+		this.beanFactory = (ConfigurableListableBeanFactory) beanFactory;
+	}
+
+	/** Whether {@code type} declares {@link QueueListener} methods. */
+	public static boolean hasListenerMethods(Class<?> type) {
+		return type != null && !MethodIntrospector.selectMethods(type,
+				(MethodIntrospector.MetadataLookup<QueueListener>) (method) -> AnnotatedElementUtils
+					.findMergedAnnotation(method, QueueListener.class))
+			.isEmpty();
 	}
 
 	@Override
@@ -57,16 +73,34 @@ public class QueueListenerAnnotationBeanPostProcessor
 			this.classesWithoutListeners.add(targetClass);
 			return bean;
 		}
+		checkSingleton(beanName, targetClass);
+		List<Found> late = new ArrayList<>();
 		methods.forEach((method, annotation) -> {
 			Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
 			ReflectionUtils.makeAccessible(invocable);
 			ListenerMethodInvoker invoker = ListenerMethodInvoker.create(beanName, bean, invocable,
 					annotation.ackMode());
+			Found listener = new Found(beanName, method, annotation, invoker);
 			synchronized (this.found) {
-				this.found.add(new Found(beanName, method, annotation, invoker));
+				(this.started ? late : this.found).add(listener);
 			}
 		});
+		if (!late.isEmpty()) {
+			register(late);
+		}
 		return bean;
+	}
+
+	private void checkSingleton(String beanName, Class<?> targetClass) {
+		if (this.beanFactory.containsBeanDefinition(beanName)) {
+			BeanDefinition definition = this.beanFactory.getMergedBeanDefinition(beanName);
+			if (!definition.isSingleton()) {
+				throw new BeanInitializationException("Bean '" + beanName + "' (" + targetClass.getName()
+						+ ") has @QueueListener methods but scope '" + definition.getScope()
+						+ "'; a listener bean must be a singleton: remove the @Scope, or move the listener methods "
+						+ "to a singleton bean that uses this one");
+			}
+		}
 	}
 
 	@Override
@@ -75,12 +109,18 @@ public class QueueListenerAnnotationBeanPostProcessor
 		synchronized (this.found) {
 			listeners = new ArrayList<>(this.found);
 			this.found.clear();
+			this.started = true;
 		}
-		if (listeners.isEmpty()) {
-			return;
+		if (!listeners.isEmpty()) {
+			register(listeners);
 		}
-		QueueListenerDefaults defaults = this.beanFactory.getBean(QueueListenerDefaults.class);
-		QueueListenerEndpointRegistry registry = this.beanFactory.getBean(QueueListenerEndpointRegistry.class);
+	}
+
+	private void register(List<Found> listeners) {
+		// This context's own beans: a child context's listeners never land in its parent's registry.
+		QueueListenerDefaults defaults = BeanFactoryUtils.beanOfType(this.beanFactory, QueueListenerDefaults.class);
+		QueueListenerEndpointRegistry registry = BeanFactoryUtils.beanOfType(this.beanFactory,
+				QueueListenerEndpointRegistry.class);
 		Set<String> known = defaults.knownQueues().get();
 		for (Found listener : listeners) {
 			registry.registerListenerEndpoint(endpoint(listener, defaults, known));
@@ -98,7 +138,8 @@ public class QueueListenerAnnotationBeanPostProcessor
 		for (String queue : queues) {
 			if (!known.contains(queue)) {
 				throw new IllegalStateException(where + " consumes unknown queue '" + queue
-						+ "'; declare it under pgqueue.queues in application.yml (declared: " + known + ")");
+						+ "'; declare it under pgqueue.queues in application.yml (declared: " + known
+						+ "; a name with dots is declared in brackets: pgqueue.queues[" + queue + "].max-attempts)");
 			}
 		}
 		String id = StringUtils.hasText(annotation.id()) ? resolve(annotation.id())

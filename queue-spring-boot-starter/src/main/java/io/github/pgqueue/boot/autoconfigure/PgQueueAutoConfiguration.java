@@ -18,7 +18,11 @@ import tools.jackson.databind.json.JsonMapper;
 
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.LazyInitializationExcludeFilter;
+import org.springframework.boot.autoconfigure.condition.AnyNestedCondition;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
+import org.springframework.boot.autoconfigure.condition.SearchStrategy;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
@@ -27,7 +31,9 @@ import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEn
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.core.env.Environment;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
@@ -38,7 +44,7 @@ import org.springframework.jdbc.core.JdbcTemplate;
 @AutoConfiguration(after = DataSourceAutoConfiguration.class,
 		afterName = "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration")
 @ConditionalOnClass({ QueueTemplate.class, JdbcTemplate.class })
-@ConditionalOnBean(DataSource.class)
+@Conditional(PgQueueAutoConfiguration.PgQueueDataSourceCondition.class)
 @ConditionalOnBooleanProperty(name = "pgqueue.enabled", matchIfMissing = true)
 @EnableConfigurationProperties(PgQueueProperties.class)
 public final class PgQueueAutoConfiguration {
@@ -52,10 +58,11 @@ public final class PgQueueAutoConfiguration {
 
 	@Bean
 	@ConditionalOnMissingBean
-	QueueTemplate queueTemplate(DataSource dataSource, PgQueueProperties properties, PayloadConverter converter,
+	QueueTemplate queueTemplate(@PgQueueDataSource ObjectProvider<DataSource> pgQueueDataSource,
+			ObjectProvider<DataSource> dataSource, PgQueueProperties properties, PayloadConverter converter,
 			ObjectProvider<MeterRegistry> meterRegistry) {
 		PgQueuePropertiesValidator.validate(properties);
-		return QueueTemplate.builder(dataSource)
+		return QueueTemplate.builder(dataSource(pgQueueDataSource, dataSource))
 			.schema(properties.getSchema())
 			.lockNamespace(properties.getLockNamespace())
 			.maxPayloadBytes((int) Math.min(Integer.MAX_VALUE, properties.getMaxPayloadSize().toBytes()))
@@ -64,19 +71,42 @@ public final class PgQueueAutoConfiguration {
 			.build();
 	}
 
+	/** Each context declares its own queues (a child context's too). */
 	@Bean
-	@ConditionalOnMissingBean
-	PgQueueSchemaInitializer pgQueueSchemaInitializer(DataSource dataSource, PgQueueProperties properties) {
-		return new PgQueueSchemaInitializer(dataSource, properties);
+	@ConditionalOnMissingBean(search = SearchStrategy.CURRENT)
+	PgQueueSchemaInitializer pgQueueSchemaInitializer(@PgQueueDataSource ObjectProvider<DataSource> pgQueueDataSource,
+			ObjectProvider<DataSource> dataSource, PgQueueProperties properties, Environment environment) {
+		PgQueuePropertiesValidator.checkQueueKeys(environment);
+		return new PgQueueSchemaInitializer(dataSource(pgQueueDataSource, dataSource), properties);
 	}
 
 	@Bean
-	ListenerConnections pgQueueListenerConnections(DataSource dataSource, PgQueueProperties properties) {
-		return new ListenerConnections(dataSource, properties.getListener().isDedicatedPool());
+	ListenerConnections pgQueueListenerConnections(@PgQueueDataSource ObjectProvider<DataSource> pgQueueDataSource,
+			ObjectProvider<DataSource> dataSource, PgQueueProperties properties) {
+		return new ListenerConnections(dataSource(pgQueueDataSource, dataSource),
+				properties.getListener().isDedicatedPool());
 	}
 
+	/** The {@link PgQueueDataSource} if there is one, else the single or primary DataSource. */
+	private static DataSource dataSource(ObjectProvider<DataSource> pgQueueDataSource,
+			ObjectProvider<DataSource> dataSource) {
+		return pgQueueDataSource.getIfAvailable(dataSource::getObject);
+	}
+
+	/**
+	 * Keeps {@code @QueueListener} beans out of lazy initialization (as Boot does for
+	 * {@code @Scheduled}): a listener bean nobody injects would otherwise never be created, and
+	 * its queue never consumed.
+	 */
 	@Bean
-	@ConditionalOnMissingBean
+	static LazyInitializationExcludeFilter pgQueueListenerLazyInitializationExcludeFilter() {
+		return (beanName, beanDefinition, beanType) -> QueueListenerAnnotationBeanPostProcessor
+			.hasListenerMethods(beanType);
+	}
+
+	/** Each context its own registry: one in a child context does not reuse its parent's. */
+	@Bean
+	@ConditionalOnMissingBean(search = SearchStrategy.CURRENT)
 	QueueListenerEndpointRegistry pgQueueListenerEndpointRegistry(QueueTemplate queueTemplate,
 			ListenerConnections connections, PgQueueProperties properties, PgQueueSchemaInitializer schema) {
 		return new PgQueueListenerEndpointRegistry(queueTemplate, connections,
@@ -84,7 +114,7 @@ public final class PgQueueAutoConfiguration {
 	}
 
 	@Bean
-	@ConditionalOnMissingBean
+	@ConditionalOnMissingBean(search = SearchStrategy.CURRENT)
 	QueueListenerDefaults pgQueueListenerDefaults(PgQueueProperties properties, PgQueueSchemaInitializer schema,
 			QueueTemplate queueTemplate) {
 		PgQueueProperties.Listener listener = properties.getListener();
@@ -122,10 +152,33 @@ public final class PgQueueAutoConfiguration {
 	@ConditionalOnEnabledHealthIndicator("pgqueue")
 	static class HealthConfiguration {
 
+		// Named so that the indicator is "pgqueue", as management.health.pgqueue.enabled says.
 		@Bean
-		@ConditionalOnMissingBean(name = "pgQueueHealthIndicator")
-		PgQueueHealthIndicator pgQueueHealthIndicator(QueueListenerEndpointRegistry registry) {
+		@ConditionalOnMissingBean(name = "pgqueueHealthIndicator")
+		PgQueueHealthIndicator pgqueueHealthIndicator(QueueListenerEndpointRegistry registry) {
 			return new PgQueueHealthIndicator(registry);
+		}
+
+	}
+
+	/**
+	 * Matches with a single (or primary) DataSource, as Boot's own JDBC auto-configuration, or
+	 * with one marked {@link PgQueueDataSource}.
+	 */
+	static final class PgQueueDataSourceCondition extends AnyNestedCondition {
+
+		PgQueueDataSourceCondition() {
+			super(ConfigurationPhase.REGISTER_BEAN);
+		}
+
+		@ConditionalOnSingleCandidate(DataSource.class)
+		static class SingleDataSource {
+
+		}
+
+		@ConditionalOnBean(annotation = PgQueueDataSource.class)
+		static class MarkedDataSource {
+
 		}
 
 	}

@@ -8,12 +8,59 @@ import io.github.pgqueue.ExchangeDefinition;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueNames;
 
+import org.springframework.boot.context.properties.source.ConfigurationPropertyName;
+import org.springframework.boot.context.properties.source.ConfigurationPropertySource;
+import org.springframework.boot.context.properties.source.ConfigurationPropertySources;
 import org.springframework.boot.context.properties.source.InvalidConfigurationPropertyValueException;
+import org.springframework.boot.context.properties.source.IterableConfigurationPropertySource;
+import org.springframework.core.env.Environment;
 
 /** Turns invalid {@code pgqueue.*} values into startup failures that name the property. */
 final class PgQueuePropertiesValidator {
 
+	/** The properties of one queue under {@code pgqueue.queues.<name>}, in canonical form. */
+	private static final Set<String> QUEUE_PROPERTIES = Set.of("mode", "max-attempts", "backoff", "backoff.initial",
+			"backoff.multiplier", "backoff.max", "dead-letter-queue");
+
+	private static final ConfigurationPropertyName QUEUES = ConfigurationPropertyName.of("pgqueue.queues");
+
 	private PgQueuePropertiesValidator() {
+	}
+
+	/**
+	 * Fails on a {@code pgqueue.queues.*} key that binds to nothing. A queue name with dots, such
+	 * as {@code pgqueue.queues.orders.created.max-attempts}, is read as queue {@code orders} with
+	 * an unknown property and would otherwise be dropped silently: it must be written in brackets.
+	 */
+	static void checkQueueKeys(Environment environment) {
+		for (ConfigurationPropertySource source : ConfigurationPropertySources.get(environment)) {
+			if (!(source instanceof IterableConfigurationPropertySource iterable)) {
+				continue;
+			}
+			iterable.filter(QUEUES::isAncestorOf).forEach((name) -> {
+				if (name.getNumberOfElements() < 4) {
+					return;
+				}
+				String property = name.subName(3).toString();
+				if (QUEUE_PROPERTIES.contains(property)) {
+					return;
+				}
+				String queue = name.getElement(2, ConfigurationPropertyName.Form.ORIGINAL);
+				StringBuilder rest = new StringBuilder();
+				for (int i = 3; i < name.getNumberOfElements(); i++) {
+					rest.append((i > 3) ? "." : "").append(name.getElement(i, ConfigurationPropertyName.Form.ORIGINAL));
+				}
+				String hint = QUEUE_PROPERTIES.stream()
+					.filter((known) -> property.endsWith("." + known))
+					.max(java.util.Comparator.comparingInt(String::length))
+					.map((known) -> "; a queue name with dots is written in brackets: pgqueue.queues[" + queue + "."
+							+ rest.substring(0, rest.length() - known.length() - 1) + "]." + known)
+					.orElse("");
+				throw new InvalidConfigurationPropertyValueException(name.toString(), "(set)", "'" + rest
+						+ "' is not a property of queue '" + queue + "' (mode, max-attempts, backoff.initial, "
+						+ "backoff.multiplier, backoff.max, dead-letter-queue)" + hint);
+			});
+		}
 	}
 
 	static void validate(PgQueueProperties properties) {

@@ -58,13 +58,15 @@ public record ExchangeDefinition(String name, Type type, List<Binding> bindings)
 		}
 
 		/**
-		 * The binding as an anchored regular expression over the routing key prefixed with '.', the
-		 * form the publish statement matches with PostgreSQL's {@code ~}.
+		 * The binding as an anchored regular expression over the routing key's words, each with a
+		 * '.' before it (the empty key has no word, so it is the empty string; {@code a..b} has three,
+		 * the middle one empty): the form the publish statement matches with PostgreSQL's {@code ~}.
+		 * Topic patterns follow AMQP 0-9-1: {@code *} is exactly one word, {@code #} zero or more.
 		 */
 		public String keyRegex(Type type, String exchange) {
 			return switch (type) {
 				case FANOUT -> "";
-				case DIRECT -> "^\\." + literal(this.routingKey) + "$";
+				case DIRECT -> "^" + (this.routingKey.isEmpty() ? "" : "\\." + literal(this.routingKey)) + "$";
 				case TOPIC -> topicRegex(exchange);
 			};
 		}
@@ -78,22 +80,28 @@ public record ExchangeDefinition(String name, Type type, List<Binding> bindings)
 							+ "': use words of letters, digits, '_' or '-', '*' or '#', separated by '.'");
 				}
 				regex.append(switch (word) {
-					case "*" -> "\\.[^.]+";
-					case "#" -> "(\\.[^.]+)*";
-					default -> "\\." + word;
+					case "*" -> "\\.[^.]*";
+					case "#" -> "(\\.[^.]*)*";
+					default -> "\\." + literal(word);
 				});
 			}
 			return regex.append('$').toString();
 		}
 
+		/**
+		 * {@code text} as a regular expression matching itself: ASCII characters other than
+		 * letters and digits get a backslash (in PostgreSQL's regular expressions a backslash
+		 * before one of those is that character); every other code point, emoji included, stands
+		 * for itself as a whole (escaping half of a surrogate pair would break it).
+		 */
 		private static String literal(String text) {
 			StringBuilder escaped = new StringBuilder();
-			for (char c : text.toCharArray()) {
-				if (!Character.isLetterOrDigit(c)) {
+			text.codePoints().forEach((codePoint) -> {
+				if (codePoint < 128 && !Character.isLetterOrDigit(codePoint)) {
 					escaped.append('\\');
 				}
-				escaped.append(c);
-			}
+				escaped.appendCodePoint(codePoint);
+			});
 			return escaped.toString();
 		}
 

@@ -153,6 +153,7 @@ public final class QueueTemplate implements QueueOperations {
 			setMaxAttempts(ps, 6, options);
 			ps.setString(7, exchange);
 			ps.setString(8, routingKey);
+			ps.setString(9, routingKey);
 			List<String> queues = new ArrayList<>();
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {

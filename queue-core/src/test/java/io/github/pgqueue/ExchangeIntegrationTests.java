@@ -70,6 +70,74 @@ class ExchangeIntegrationTests {
 	}
 
 	@Test
+	void topicRoutingFollowsAmqpForEveryPatternAndKeyOnPostgres() {
+		List<String> patterns = List.of("#", "*", "a", "a.*", "a.#", "#.a", "*.a", "a.*.b", "a.#.b", "#.#", "*.#",
+				"#.*", "*.*", "a.b.c", "#.b.#", "*.b.*", "lazy.#", "*.orange.*", "*.*.rabbit");
+		List<String> keys = List.of("", "a", "b", "a.b", "a.b.c", "a..b", "a.", ".a", ".", "a.x.b", "a.x.y.b",
+				"quick.orange.rabbit", "lazy.orange.elephant", "quick.orange.fox", "lazy.brown.fox", "lazy",
+				"quick.brown.fox", "quick.orange.male.rabbit", "lazy.orange.male.rabbit", "x.b.y", "b",
+				"a+b", "a(b", "a\\b", "a$b", "a.b$", "\uD83D\uDE80.a");
+		List<Binding> bindings = new ArrayList<>();
+		for (int i = 0; i < patterns.size(); i++) {
+			bindings.add(new Binding("p" + i, patterns.get(i)));
+		}
+		this.template.declare(new ExchangeDefinition("amqp", Type.TOPIC, bindings));
+		List<String> mismatches = new ArrayList<>();
+		for (String key : keys) {
+			this.jdbc.update("DELETE FROM pgqueue.message");
+			this.template.publish("amqp", key, "m");
+			List<String> routed = this.jdbc.queryForList("SELECT queue FROM pgqueue.message", String.class);
+			for (int i = 0; i < patterns.size(); i++) {
+				boolean expected = amqpTopicMatches(patterns.get(i), key);
+				if (routed.contains("p" + i) != expected) {
+					mismatches.add("pattern '" + patterns.get(i) + "' key '" + key + "': expected " + expected);
+				}
+			}
+		}
+		assertThat(mismatches).isEmpty();
+		// The examples of the AMQP topic tutorial, stated by hand.
+		assertThat(amqpTopicMatches("*.orange.*", "quick.orange.rabbit")).isTrue();
+		assertThat(amqpTopicMatches("*.*.rabbit", "quick.orange.male.rabbit")).isFalse();
+		assertThat(amqpTopicMatches("lazy.#", "lazy")).isTrue();
+		assertThat(amqpTopicMatches("#", "")).isTrue();
+		assertThat(amqpTopicMatches("*", "")).isFalse();
+		assertThat(amqpTopicMatches("a.#", "a..b")).isTrue();
+	}
+
+	@Test
+	void directRoutingMatchesAnyUnicodeKeyExactly() {
+		List<String> keys = List.of("", "order", "order.created", "\uD83D\uDE80", "caf\u00E9", "a+b(c)\\d$", "[x]");
+		List<Binding> bindings = new ArrayList<>();
+		for (int i = 0; i < keys.size(); i++) {
+			bindings.add(new Binding("d" + i, keys.get(i)));
+		}
+		this.template.declare(new ExchangeDefinition("exact", Type.DIRECT, bindings));
+		for (int i = 0; i < keys.size(); i++) {
+			this.jdbc.update("DELETE FROM pgqueue.message");
+			assertThat(this.template.publish("exact", keys.get(i), "m")).as("key '%s'", keys.get(i)).isEqualTo(1);
+			assertThat(this.jdbc.queryForList("SELECT queue FROM pgqueue.message", String.class))
+				.containsExactly("d" + i);
+		}
+	}
+
+	/** AMQP 0-9-1 topic matching on words: the empty key has none; '*' is one word, '#' any number. */
+	private static boolean amqpTopicMatches(String pattern, String key) {
+		List<String> words = key.isEmpty() ? List.of() : List.of(key.split("\\.", -1));
+		return matches(List.of(pattern.split("\\.", -1)), 0, words, 0);
+	}
+
+	private static boolean matches(List<String> pattern, int p, List<String> words, int w) {
+		if (p == pattern.size()) {
+			return w == words.size();
+		}
+		return switch (pattern.get(p)) {
+			case "#" -> matches(pattern, p + 1, words, w) || (w < words.size() && matches(pattern, p, words, w + 1));
+			case "*" -> w < words.size() && matches(pattern, p + 1, words, w + 1);
+			default -> w < words.size() && pattern.get(p).equals(words.get(w)) && matches(pattern, p + 1, words, w + 1);
+		};
+	}
+
+	@Test
 	void publishedMessagesCarryTheExchangeAndKeyAndAreReceivedLikeAnyOther() {
 		this.template.declare(new ExchangeDefinition("orders", Type.TOPIC, List.of(new Binding("billing", "order.*"))));
 		this.template.publish("orders", "order.created", "o-1", SendOptions.builder().header("tenant", "acme").build());

@@ -311,13 +311,14 @@ public final class QueueSql {
 				SELECT count(*) FROM moved CROSS JOIN pg_notify(?, ?) AS woken""".formatted(s);
 
 		// 1 payload, 2 headers, 3 priority, 4 not-before, 5 delay ms, 6 max attempts, 7 exchange,
-		// 8 routing key. One message per matching queue, in one statement; every binding's key is
-		// stored as a regular expression over '.' || routing key (fanout: the empty one).
+		// 8 routing key, 9 routing key. One message per matching queue, in one statement; every
+		// binding's key is stored as a regular expression over the key's words, each with a '.'
+		// before it: '.' || key, but '' for the empty key, which has no word (fanout: the empty one).
 		this.publish = """
 				INSERT INTO %1$s.message (queue, payload, headers, priority, visible_at, max_attempts)
 				SELECT q.queue, ?::jsonb, ?::jsonb, ?, COALESCE(?, now() + ? * interval '1 millisecond'), ?
 				  FROM (SELECT DISTINCT b.queue FROM %1$s.binding b
-				         WHERE b.exchange = ? AND ('.' || ?) ~ b.key_regex) q
+				         WHERE b.exchange = ? AND (CASE WHEN ? = '' THEN '' ELSE '.' || ? END) ~ b.key_regex) q
 				RETURNING id, queue""".formatted(s);
 
 		// 1 exchange.

@@ -17,13 +17,21 @@ import org.slf4j.LoggerFactory;
  * The one LISTEN connection of an application: turns each NOTIFY of the schema's channel (its
  * payload is a queue name) into a wake-up of that queue's pollers. After a connection error it
  * reconnects with back-off, LISTENs again and wakes every poller, since notifications sent while
- * it was away are lost.
+ * it was away are lost. A connection that is silently gone (a network partition, a hung server
+ * session) sends no error: when nothing arrived for {@link #LIVENESS_INTERVAL_MS} ms it checks the
+ * connection with a round trip bounded by {@link #LIVENESS_TIMEOUT_SECONDS} s. On stop it
+ * {@code UNLISTEN}s before the connection goes back to a pool.
  */
 public final class NotifyListener implements Runnable {
 
 	private static final Logger logger = LoggerFactory.getLogger(NotifyListener.class);
 
-	private static final int RECEIVE_TIMEOUT_MS = 500;
+	private static final int RECEIVE_TIMEOUT_MS = 200;
+
+	/** How long without a notification before the connection is checked: one round trip per 5 s at most. */
+	static final long LIVENESS_INTERVAL_MS = 5_000;
+
+	static final int LIVENESS_TIMEOUT_SECONDS = 5;
 
 	private final DataSource dataSource;
 
@@ -72,14 +80,25 @@ public final class NotifyListener implements Runnable {
 				}
 				this.wakeAll.run();
 				PGConnection pg = connection.unwrap(PGConnection.class);
+				long lastHeard = System.nanoTime();
 				while (this.running) {
 					PGNotification[] notifications = pg.getNotifications(RECEIVE_TIMEOUT_MS);
-					if (notifications != null) {
+					if (notifications != null && notifications.length > 0) {
+						lastHeard = System.nanoTime();
 						for (PGNotification notification : notifications) {
 							this.wakeQueue.accept(notification.getParameter());
 						}
 					}
+					else if (System.nanoTime() - lastHeard > LIVENESS_INTERVAL_MS * 1_000_000L) {
+						if (!connection.isValid(LIVENESS_TIMEOUT_SECONDS)) {
+							connection.abort(Runnable::run);
+							throw new SQLException("The LISTEN connection did not answer within "
+									+ LIVENESS_TIMEOUT_SECONDS + " s", "08006");
+						}
+						lastHeard = System.nanoTime();
+					}
 				}
+				unlisten(connection);
 			}
 			catch (SQLException | RuntimeException ex) {
 				this.listening = false;
@@ -96,6 +115,17 @@ public final class NotifyListener implements Runnable {
 			}
 		}
 		this.listening = false;
+	}
+
+	/** Leaves the connection as a pool expects it: listening to nothing, or ended. */
+	private void unlisten(Connection connection) throws SQLException {
+		try (Statement statement = connection.createStatement()) {
+			statement.execute("UNLISTEN *");
+		}
+		catch (SQLException ex) {
+			logger.warn("Could not UNLISTEN channel '{}' on stop; ending the connection instead", this.channel, ex);
+			connection.abort(Runnable::run);
+		}
 	}
 
 	private void sleep(Duration pause) {

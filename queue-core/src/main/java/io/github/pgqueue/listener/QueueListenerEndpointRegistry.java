@@ -5,6 +5,7 @@ import java.util.Collection;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import java.util.function.Supplier;
 
 import javax.sql.DataSource;
@@ -43,6 +44,9 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 	private final ListenerMetrics metrics;
 
 	private volatile NotifyListener notifyListener;
+
+	/** Released when the registry stops: holds the non-daemon thread that keeps the JVM alive. */
+	private CountDownLatch keepAlive;
 
 	private Thread notifyThread;
 
@@ -110,11 +114,28 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		this.containers.values().stream().filter((c) -> c.endpoint().autoStartup()).forEach(QueueListenerContainer::start);
 	}
 
-	/** Starts the one LISTEN connection, when the first listener starts. */
+	/**
+	 * Starts the one LISTEN connection, when the first listener starts, and a non-daemon thread
+	 * that keeps the JVM alive until the registry stops: pollers are daemon threads (one stuck in
+	 * a handler must not keep a stopped application's JVM alive), yet an application that only
+	 * consumes queues must keep running, as one that only consumes Kafka topics does.
+	 */
 	private void startNotifications() {
 		if (this.notifyListener != null) {
 			return;
 		}
+		CountDownLatch stopped = new CountDownLatch(1);
+		this.keepAlive = stopped;
+		Thread keeper = new Thread(() -> {
+			try {
+				stopped.await();
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+		}, "pgqueue-keep-alive");
+		keeper.setDaemon(false);
+		keeper.start();
 		this.notifyListener = new NotifyListener(this.consumerDataSource, this.template.sql().channel(),
 				this::wake, this::wakeAll);
 		this.notifyThread = new Thread(this.notifyListener, "pgqueue-notify");
@@ -149,6 +170,10 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 			thread = this.notifyThread;
 			this.notifyListener = null;
 			this.notifyThread = null;
+			if (this.keepAlive != null) {
+				this.keepAlive.countDown();
+				this.keepAlive = null;
+			}
 		}
 		if (listener != null) {
 			listener.stop();

@@ -327,6 +327,8 @@ class QueueListenerContainerIntegrationTests {
 		List<Thread> pollers = Thread.getAllStackTraces().keySet().stream()
 			.filter((thread) -> thread.getName().startsWith("pgqueue-deaf-")).toList();
 		assertThat(pollers).hasSize(8).allMatch(Thread::isDaemon);
+		assertThat(keepAliveThreads()).as("what keeps a consuming-only application running").hasSize(1)
+			.noneMatch(Thread::isDaemon);
 
 		long before = System.nanoTime();
 		CountDownLatch stopped = new CountDownLatch(1);
@@ -336,9 +338,16 @@ class QueueListenerContainerIntegrationTests {
 		assertThat(stopped.await(20, TimeUnit.SECONDS)).isTrue();
 		assertThat(Duration.ofNanos(System.nanoTime() - before)).as("300 ms + one 5 s grace, not 5 s per thread")
 			.isLessThan(Duration.ofSeconds(8));
+		await().atMost(Duration.ofSeconds(5)).until(() -> keepAliveThreads().isEmpty());
 		release.set(true);
 		await().atMost(Duration.ofSeconds(10)).until(() -> pollers.stream().noneMatch(Thread::isAlive));
 		await().atMost(Duration.ofSeconds(10)).until(() -> advisoryLocks() == 0);
+	}
+
+	private static List<Thread> keepAliveThreads() {
+		return Thread.getAllStackTraces().keySet().stream()
+			.filter((thread) -> thread.getName().equals("pgqueue-keep-alive") && thread.isAlive())
+			.toList();
 	}
 
 	private String queueOf(long id) {

@@ -62,6 +62,12 @@ public class DeliveryRecorder implements DisposableBean {
 				this.properties.consumer(), fault.name());
 	}
 
+	/** Records the delivery of {@code message} as faulted: it ends without an ack, for {@code reason}. */
+	public void faultDelivery(QueueMessage<?> message, String reason) {
+		this.jdbc.update("INSERT INTO chaos.fault (message_id, attempt, reason) VALUES (?, ?, ?)", message.id(),
+				message.attempt(), reason);
+	}
+
 	/** Tells the harness this consumer is up and polling. */
 	public void registerConsumer() {
 		this.jdbc.update("INSERT INTO chaos.consumer (name, jvm_pid) VALUES (?, ?)", this.properties.consumer(),

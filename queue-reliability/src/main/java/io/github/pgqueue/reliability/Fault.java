@@ -9,6 +9,12 @@ public enum Fault {
 	/** Throw on every attempt: retried with back-off, then dead-lettered. */
 	THROW,
 
+	/**
+	 * Throw a {@link java.lang.Error} on every attempt: a real {@code StackOverflowError} for even
+	 * keys, an {@code OutOfMemoryError} for odd ones. Retried, then dead-lettered, like {@link #THROW}.
+	 */
+	ERROR,
+
 	/** Halt the consumer JVM on every attempt, as a crash or an OOM kill would. */
 	HALT,
 

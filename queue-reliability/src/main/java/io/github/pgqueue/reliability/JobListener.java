@@ -51,13 +51,29 @@ public class JobListener {
 		boolean injects = fault != Fault.NONE && (fault != Fault.TERMINATE_BEFORE_ACK || message.attempt() == 1);
 		this.recorder.record(job.key(), message, injects ? fault : null, running);
 		if (job.workMillis() > 0) {
-			Thread.sleep(job.workMillis());
+			try {
+				Thread.sleep(job.workMillis());
+			}
+			catch (InterruptedException ex) {
+				if (!this.registry.getObject().isRunning()) {
+					// Interrupted because the listener stops after its shutdown timeout: this delivery
+					// ends without an ack, so its redelivery is legitimate.
+					this.recorder.faultDelivery(message, "interrupted-by-stop");
+				}
+				throw ex;
+			}
 		}
 		if (!injects) {
 			return;
 		}
 		switch (fault) {
 			case THROW -> throw new IllegalStateException("Job " + job.key() + " always fails");
+			case ERROR -> {
+				if (job.key() % 2 == 0) {
+					recurse(0);
+				}
+				throw new OutOfMemoryError("Job " + job.key() + " throws an OutOfMemoryError");
+			}
 			case HALT -> {
 				halting = true;
 				this.recorder.faultConsumer(fault);
@@ -68,6 +84,11 @@ public class JobListener {
 			case TERMINATE_BEFORE_ACK -> this.recorder.terminateHolderOf(message.id(), fault);
 			default -> throw new IllegalStateException("Unknown fault " + fault);
 		}
+	}
+
+	/** Recurses until the stack overflows: a real {@code StackOverflowError}. */
+	private static int recurse(int depth) {
+		return recurse(depth + 1) + 1;
 	}
 
 	static long headerKey(QueueMessage<?> message) {

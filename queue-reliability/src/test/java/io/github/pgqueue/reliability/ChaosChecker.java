@@ -192,7 +192,7 @@ final class ChaosChecker {
 		}
 
 		boolean threw() {
-			return Fault.THROW.name().equals(this.fault);
+			return Fault.THROW.name().equals(this.fault) || Fault.ERROR.name().equals(this.fault);
 		}
 
 		@Override

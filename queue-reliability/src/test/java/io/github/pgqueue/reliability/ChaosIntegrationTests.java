@@ -151,6 +151,58 @@ class ChaosIntegrationTests {
 		}
 	}
 
+	@Test
+	@Order(5)
+	void claimsCancelledOrTimedOutWhileTheirReCheckWaitsLeaveNoLockAndLoseNothing() throws Exception {
+		String queue = "chaos-cancel";
+		// lock_timeout ends claims that wait on a row lock by themselves; the rest are cancelled.
+		ConsumerSpec spec = ConsumerSpec.of(queue).batchSize(10)
+			.property("spring.datasource.hikari.connection-init-sql", "SET lock_timeout = '150ms'");
+		int rounds = pick(15, 120);
+		int cancelled = 0;
+		try (ConsumerFleet fleet = new ConsumerFleet(this.database, "cancel", spec);
+				Producer producer = new Producer(this.database, queue, (key) -> Job.of(key, 10));
+				java.sql.Connection blocker = this.database.jdbc().getDataSource().getConnection()) {
+			// A backlog, so that there are always messages no consumer holds yet for the blocker to lock.
+			producer.send(pick(2_000, 15_000));
+			fleet.start(2);
+			producer.startSending(RATE);
+			int namespace = (int) this.database.count("SELECT lock_namespace FROM pgqueue.setting");
+			blocker.setAutoCommit(false);
+			for (int i = 0; i < rounds; i++) {
+				// Row-lock messages no consumer holds, taking their advisory lock for as long as that
+				// takes so that no consumer can hold one meanwhile (then nothing of a consumer's but
+				// its claims can wait on these rows), then let go of the advisory locks.
+				try (java.sql.PreparedStatement lock = blocker.prepareStatement("""
+						SELECT m.id FROM pgqueue.message m
+						 WHERE m.id IN (SELECT id FROM pgqueue.message WHERE queue = ? AND visible_at <= now()
+						                 ORDER BY id LIMIT 200)
+						   AND pg_try_advisory_lock(?, m.id::bit(32)::int4)
+						   FOR UPDATE OF m SKIP LOCKED""")) {
+					lock.setString(1, queue);
+					lock.setInt(2, namespace);
+					lock.executeQuery().close();
+				}
+				try (java.sql.Statement unlock = blocker.createStatement()) {
+					unlock.execute("SELECT pg_advisory_unlock_all()");
+				}
+				ChaosDatabase.pause(Duration.ofMillis(60));
+				cancelled += (int) this.database.count("SELECT count(*) FILTER (WHERE pg_cancel_backend(pid)) "
+						+ "FROM pg_stat_activity WHERE application_name LIKE 'cancel%' AND wait_event_type = 'Lock'");
+				ChaosDatabase.pause(Duration.ofMillis(240));
+				blocker.rollback();
+				ChaosDatabase.pause(Duration.ofMillis(100));
+			}
+			producer.stopSending();
+			ChaosReport report = this.drain.drainAndCheck("claim-cancelled", fleet, queue,
+					Drain.expect(producer.sent(), Outcome.ACKED));
+			System.out.println("  claims cancelled while their re-check waited: " + cancelled);
+			report.assertPasses();
+			assertThat(cancelled).as("claims cancelled").isPositive();
+			assertThat(report.duplicates()).as("a failed claim held nothing to deliver twice").isZero();
+		}
+	}
+
 	/** Whether the job of {@code key} ends its session: last or in the middle of a batch of 5. */
 	private static boolean endsItsSession(long key) {
 		return key % 20 == 0 || key % 20 == 13;

@@ -7,6 +7,7 @@ import org.junit.jupiter.api.Test;
 
 import static io.github.pgqueue.reliability.ChaosSettings.pick;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * SIGTERM to consumer JVMs while their handlers run: the running handlers finish and are acked,
@@ -58,6 +59,47 @@ class GracefulShutdownIntegrationTests {
 					 WHERE NOT listener_running GROUP BY consumer, thread HAVING count(*) > 1""", String.class))
 				.as("pollers that started another handler after the listeners began to stop").isEmpty();
 		}
+	}
+
+	@Test
+	void sigtermWithHandlersThatOutliveTheShutdownTimeoutGivesTheirMessagesBackUnharmed() {
+		String queue = "chaos-outlived";
+		int terminations = pick(3, 8);
+		// One attempt only: a stop that counted as a failure would dead-letter the message at once.
+		ConsumerSpec spec = ConsumerSpec.of(queue).batchSize(5).maxAttempts(1)
+			.property("pgqueue.listener.shutdown-timeout", "300ms");
+		try (ConsumerFleet fleet = new ConsumerFleet(this.database, "outlived", spec);
+				Producer producer = new Producer(this.database, queue,
+						(key) -> Job.of(key, (key % 4 == 0) ? 2_000 : 20))) {
+			producer.send(pick(120, 400));
+			fleet.start(2);
+			for (int i = 0; i < terminations; i++) {
+				ConsumerProcess victim = fleet.anyReady();
+				await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+					.until(() -> inSlowHandler(victim.name()));
+				victim.terminate();
+				int exit = victim.awaitExit(Duration.ofSeconds(60));
+				assertThat(exit).as("exit code of %s after SIGTERM", victim).isEqualTo(143);
+				fleet.keepAlive(2);
+			}
+			ChaosReport report = new Drain(this.database).drainAndCheck("shutdown-timeout-exceeded", fleet, queue,
+					Drain.expect(producer.sent(), Outcome.ACKED));
+			long interrupted = this.database.count("SELECT count(*) FROM chaos.fault WHERE reason = 'interrupted-by-stop'");
+			System.out.println("  handlers interrupted by a stop: " + interrupted);
+			report.assertPasses();
+			assertThat(interrupted).as("handlers that outlived the shutdown timeout").isPositive();
+			assertThat(this.database.count("SELECT count(*) FROM pgqueue.message WHERE last_error IS NOT NULL"))
+				.as("messages whose interruption by a stop was recorded as a failure").isZero();
+		}
+	}
+
+	/** Whether a consumer is in the middle of a 2 s handler it started a moment ago. */
+	private boolean inSlowHandler(String consumer) {
+		return this.database.count("""
+				SELECT count(*) FROM chaos.delivery d
+				 WHERE d.consumer = ? AND d.key % 4 = 0 AND d.recorded_at > clock_timestamp() - interval '1 second'
+				   AND EXISTS (SELECT 1 FROM chaos.held_by(chaos.backends_of(?)) h
+				                WHERE h.message_id = d.message_id AND h.attempt = d.attempt)""", consumer, consumer) > 0;
 	}
 
 }

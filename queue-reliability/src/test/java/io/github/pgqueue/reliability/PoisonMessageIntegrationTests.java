@@ -60,6 +60,39 @@ class PoisonMessageIntegrationTests {
 	}
 
 	@Test
+	void aHandlerThatThrowsAnErrorCostsOnlyItsOwnMessage() {
+		String queue = "chaos-error";
+		String deadLetterQueue = QueueNames.defaultDeadLetterQueue(queue);
+		ConsumerSpec spec = ConsumerSpec.of(queue).maxAttempts(MAX_ATTEMPTS).batchSize(5);
+		try (ConsumerFleet fleet = new ConsumerFleet(this.database, "error", spec);
+				Producer producer = new Producer(this.database, queue,
+						(key) -> (key % 25 == 7) ? new Job(key, 1, Fault.ERROR.name()) : Job.of(key, 1))) {
+			producer.send(pick(250, 2500));
+			fleet.start(pick(1, 2));
+			Map<Long, Outcome> expected = Drain.expect(producer.sent(), Outcome.ACKED);
+			List<Long> erring = producer.sent().stream().filter((key) -> key % 25 == 7).toList();
+			erring.forEach((key) -> expected.put(key, Outcome.DEAD));
+			ChaosReport report = this.drain.drainAndCheck("handler-error", fleet, queue, expected);
+			report.assertPasses();
+			assertThat(report.duplicates()).as("neighbours of an Error delivered again").isZero();
+			assertThat(this.database.jdbc().queryForList(
+					"SELECT array_agg(attempt ORDER BY attempt)::text FROM chaos.delivery WHERE fault = ? GROUP BY key",
+					String.class, Fault.ERROR.name()))
+				.as("attempts of each job whose handler throws an Error")
+				.hasSize(erring.size())
+				.containsOnly("{1,2,3}");
+			List<String> errors = this.database.jdbc().queryForList(
+					"SELECT last_error FROM pgqueue.message WHERE queue = ?", String.class, deadLetterQueue);
+			assertThat(errors).hasSize(erring.size())
+				.allMatch((error) -> error.contains("Failed 3 of 3 attempts")
+						&& (error.contains("StackOverflowError") || error.contains("OutOfMemoryError")))
+				.noneMatch((error) -> error.contains("consumer died"));
+			System.out.println("  dead letters' last_error: " + new java.util.TreeSet<>(errors.stream()
+				.map((error) -> error.replaceAll("Job \\d+", "Job N")).toList()));
+		}
+	}
+
+	@Test
 	void aMessageThatHaltsItsConsumerEveryTimeIsDeadLetteredAndTheOthersAreNot() {
 		String queue = "chaos-poison";
 		long poison = 25;

@@ -64,7 +64,7 @@ final class ListenerConnections implements DisposableBean {
 			this.target = this.applicationDataSource;
 			return;
 		}
-		checkServerCapacity(needed - currentSize());
+		checkServerCapacity(needed - currentSize(), pollers);
 		if (this.dedicated != null) {
 			this.dedicated.setMaximumPoolSize(needed);
 		}
@@ -123,7 +123,8 @@ final class ListenerConnections implements DisposableBean {
 		}
 	}
 
-	private void checkServerCapacity(int more) {
+	/** Fails with the numbers if PostgreSQL cannot open {@code more} connections for {@code pollers} pollers. */
+	private void checkServerCapacity(int more, int pollers) {
 		if (more <= 0) {
 			return;
 		}
@@ -132,9 +133,10 @@ final class ListenerConnections implements DisposableBean {
 				+ "- current_setting('superuser_reserved_connections')::int "
 				+ "- (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')::int", Integer.class);
 		if (free != null && free < more) {
-			throw new IllegalStateException("pgqueue listeners need " + more + " more connections for their pollers "
-					+ "and LISTEN connection, but PostgreSQL has only " + free + " connections left under "
-					+ "max_connections; lower the listeners' concurrency or raise max_connections");
+			throw new IllegalStateException("pgqueue listeners need " + (pollers + 1) + " connections (" + pollers
+					+ " pollers + 1 LISTEN), but PostgreSQL has only " + free + " connections left under max_connections"
+					+ ((more < pollers + 1) ? " for the " + more + " they do not have yet" : "")
+					+ "; lower the listeners' concurrency or raise max_connections");
 		}
 	}
 

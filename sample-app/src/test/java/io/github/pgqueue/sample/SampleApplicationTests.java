@@ -42,7 +42,7 @@ class SampleApplicationTests {
 			assertThat(processed).contains("\"statistic\":\"COUNT\"").doesNotContain("\"value\":0.0");
 			assertThat(get(base + "/actuator/metrics/pgqueue.messages.processed?tag=outcome:retry"))
 				.doesNotContain("\"value\":0.0");
-			assertThat(get(base + "/actuator/health")).contains("\"pgQueue\"").contains("\"status\":\"UP\"");
+			assertThat(get(base + "/actuator/health")).contains("\"pgqueue\"").contains("\"status\":\"UP\"");
 
 			String moved = post(base + "/queues/emails/redrive", "");
 			assertThat(moved).containsPattern("\"moved\":[1-9]");

@@ -95,10 +95,8 @@ final class ListenerConnections implements DisposableBean {
 	private static HikariDataSource dedicatedPool(HikariDataSource applicationPool, int size) {
 		HikariDataSource pool = new HikariDataSource();
 		applicationPool.copyStateTo(pool);
+		// Metrics and health trackers are kept: they report this pool under its own name.
 		pool.setPoolName("pgqueue-listeners");
-		pool.setMetricRegistry(null);
-		pool.setMetricsTrackerFactory(null);
-		pool.setHealthCheckRegistry(null);
 		pool.addDataSourceProperty("ApplicationName", APPLICATION_NAME);
 		pool.setMinimumIdle(0);
 		pool.setMaximumPoolSize(size);

@@ -110,7 +110,12 @@ public final class QueueListenerContainer {
 	 */
 	void awaitStop(long deadlineNanos) {
 		interruptAfter(deadlineNanos);
-		joinUntil(deadlineNanos + INTERRUPT_GRACE.toNanos());
+		finishStop(deadlineNanos + INTERRUPT_GRACE.toNanos());
+	}
+
+	/** Waits for the interrupted pollers until {@code graceDeadlineNanos}, and says the listener stopped. */
+	void finishStop(long graceDeadlineNanos) {
+		joinUntil(graceDeadlineNanos);
 		logger.info("Stopped listener '{}'", this.endpoint.id());
 	}
 

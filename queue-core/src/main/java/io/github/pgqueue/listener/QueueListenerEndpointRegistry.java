@@ -162,7 +162,7 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		long deadline = System.nanoTime() + this.shutdownTimeout.toNanos();
 		stopping.forEach((container) -> container.interruptAfter(deadline));
 		long graceDeadline = deadline + QueueListenerContainer.INTERRUPT_GRACE.toNanos();
-		stopping.forEach((container) -> container.joinUntil(graceDeadline));
+		stopping.forEach((container) -> container.finishStop(graceDeadline));
 		NotifyListener listener;
 		Thread thread;
 		synchronized (this) {

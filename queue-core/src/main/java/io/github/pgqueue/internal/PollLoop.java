@@ -168,14 +168,14 @@ public final class PollLoop implements Runnable {
 		List<String> queues = this.endpoint.queues();
 		for (int i = 0; i < queues.size() && this.running; i++) {
 			String queue = queues.get((this.nextQueue + i) % queues.size());
-			// One poller per process at a time may hold a message whose consumer died, until it is done.
+			// One poller per process at a time may take a message whose consumer died. The permit is
+			// held through the batch even when the claim took none: a poller allowed to take suspects
+			// also sees rows another poller has just acked as suspects (its snapshot still shows
+			// them with their claim open) and then claims that phantom alone, so letting every poller
+			// hold the permit briefly made concurrent pollers claim far less (steady fell behind).
 			boolean mayTakeOpen = SUSPECTS.tryAcquire();
 			try {
 				ConsumerSession.Claim claim = this.session.claim(queue, this.endpoint.batchSize(), mayTakeOpen);
-				if (mayTakeOpen && !claim.suspect()) {
-					SUSPECTS.release();
-					mayTakeOpen = false;
-				}
 				this.metrics.processed(queue, Outcome.DEAD, claim.deadLettered());
 				Duration due = claim.nextVisibleIn();
 				if (due != null && (this.nextDue == null || due.compareTo(this.nextDue) < 0)) {

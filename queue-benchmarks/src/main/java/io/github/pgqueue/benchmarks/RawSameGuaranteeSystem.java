@@ -158,11 +158,9 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 				this.handler.onMessage(Payloads.sequence(payload));
 			}
 			if (!claimed.isEmpty()) {
-				// ack: 1 ids, 2 their queues, 3 pid, 4 namespace
-				String[] queues = new String[claimed.size()];
-				java.util.Arrays.fill(queues, QUEUE);
+				// ack: 1 ids, 2 their queue, 3 pid, 4 namespace
 				this.ack.setArray(1, this.connection.createArrayOf("bigint", claimed.keySet().toArray(new Long[0])));
-				this.ack.setArray(2, this.connection.createArrayOf("text", queues));
+				this.ack.setString(2, QUEUE);
 				this.ack.setInt(3, this.pid);
 				this.ack.setInt(4, ns);
 				try (ResultSet rs = this.ack.executeQuery()) {

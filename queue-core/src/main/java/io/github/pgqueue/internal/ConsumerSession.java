@@ -8,10 +8,8 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 
 import javax.sql.DataSource;
@@ -49,8 +47,13 @@ public final class ConsumerSession implements AutoCloseable {
 
 	private final int maxPayloadBytes;
 
-	/** The messages this session holds, with the queue each was claimed from. */
-	private final Map<Long, String> held = new LinkedHashMap<>();
+	private final Set<Long> held = new LinkedHashSet<>();
+
+	/**
+	 * The queue of the last claim: a claim runs only when nothing is held, so every held message
+	 * comes from it.
+	 */
+	private String claimedQueue;
 
 	private boolean lost;
 
@@ -153,8 +156,8 @@ public final class ConsumerSession implements AutoCloseable {
 		checkNotLost();
 		List<ClaimedMessage> deliverable = new ArrayList<>(max);
 		List<DeadLetter> letters = new ArrayList<>();
-		boolean suspect = false;
 		Duration nextVisible = null;
+		this.claimedQueue = queue;
 		try {
 			try (PreparedStatement ps = this.connection.prepareStatement(this.sql.claim())) {
 				ps.setString(1, queue);
@@ -171,7 +174,7 @@ public final class ConsumerSession implements AutoCloseable {
 				try (ResultSet rs = ps.executeQuery()) {
 					while (rs.next()) {
 						if (rs.getObject(1) == null) {
-							long ms = rs.getLong(16);
+							long ms = rs.getLong(15);
 							nextVisible = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, ms));
 							continue; // nothing could be locked: when the next delayed message is due
 						}
@@ -179,8 +182,7 @@ public final class ConsumerSession implements AutoCloseable {
 							continue; // skipped by the re-check and already unlocked
 						}
 						ClaimedMessage message = read(queue, rs);
-						this.held.put(message.id(), queue);
-						suspect |= rs.getBoolean(15);
+						this.held.add(message.id());
 						if (message.oversized()) {
 							letters.add(DeadLetter.of(message, "Payload is " + message.payloadBytes()
 									+ " bytes, above the consumer's limit of " + this.maxPayloadBytes
@@ -202,7 +204,7 @@ public final class ConsumerSession implements AutoCloseable {
 				deadLetter(letters);
 			}
 			this.lastAliveCheck = System.nanoTime();
-			return new Claim(deliverable, letters.size(), suspect, nextVisible);
+			return new Claim(deliverable, letters.size(), nextVisible);
 		}
 		catch (SQLException ex) {
 			throw claimFailure(queue, ex);
@@ -221,7 +223,7 @@ public final class ConsumerSession implements AutoCloseable {
 			return failure;
 		}
 		if (!this.held.isEmpty()) {
-			// The claim itself succeeded; what failed was dead-lettering part of it.
+			// Rows were already read as held when the statement failed: treat it as a completion.
 			return completionFailure(failure);
 		}
 		try (PreparedStatement ps = this.connection.prepareStatement("SELECT pg_advisory_unlock_all()")) {
@@ -248,10 +250,9 @@ public final class ConsumerSession implements AutoCloseable {
 			return;
 		}
 		checkHeld(ids);
-		String[] queues = ids.stream().map(this.held::get).toArray(String[]::new);
 		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.ack())) {
 			ps.setArray(1, longArray(ids));
-			ps.setArray(2, this.connection.createArrayOf("text", queues));
+			ps.setString(2, this.claimedQueue);
 			ps.setInt(3, this.backendPid);
 			ps.setInt(4, this.namespace);
 			completed(ids, ps, "ack");
@@ -362,7 +363,7 @@ public final class ConsumerSession implements AutoCloseable {
 				done.add(rs.getLong(1));
 			}
 		}
-		this.held.keySet().removeAll(done);
+		this.held.removeAll(done);
 		if (done.size() == ids.size()) {
 			return;
 		}
@@ -389,7 +390,7 @@ public final class ConsumerSession implements AutoCloseable {
 	private void checkHeld(Collection<Long> ids) {
 		checkNotLost();
 		for (Long id : ids) {
-			if (!this.held.containsKey(id)) {
+			if (!this.held.contains(id)) {
 				throw new IllegalStateException("Message " + id + " is not held by session " + this.backendPid
 						+ " (already completed, or never claimed here)");
 			}
@@ -412,7 +413,7 @@ public final class ConsumerSession implements AutoCloseable {
 	private RuntimeException completionFailure(RuntimeException failure) {
 		if (!this.lost) {
 			logger.warn("A statement completing messages {} failed on session {}; ending the session so that they are "
-					+ "delivered again", this.held.keySet(), this.backendPid);
+					+ "delivered again", this.held, this.backendPid);
 			markLost();
 		}
 		return failure;
@@ -420,7 +421,7 @@ public final class ConsumerSession implements AutoCloseable {
 
 	private RuntimeException failure(String action, SQLException ex) {
 		if (isConnectionError(ex)) {
-			Set<Long> dropped = new LinkedHashSet<>(this.held.keySet());
+			Set<Long> dropped = new LinkedHashSet<>(this.held);
 			markLost();
 			return new LeaseLostException("Cannot " + action + ": the session (backend pid " + this.backendPid
 					+ ") has ended (" + ex.getMessage() + ")"
@@ -456,7 +457,7 @@ public final class ConsumerSession implements AutoCloseable {
 	public void close() {
 		try {
 			if (!this.lost && !this.held.isEmpty()) {
-				release(new ArrayList<>(this.held.keySet()));
+				release(new ArrayList<>(this.held));
 			}
 		}
 		catch (RuntimeException ex) {
@@ -489,12 +490,11 @@ public final class ConsumerSession implements AutoCloseable {
 	}
 
 	/**
-	 * The outcome of a claim: the messages to deliver, how many were dead-lettered instead,
-	 * whether the message claimed is a suspect (its last consumer died holding it; it is then the
-	 * only message of the claim), and, when nothing could be claimed, how long until the queue's
-	 * next delayed message becomes visible (null when none is waiting or it is unknown).
+	 * The outcome of a claim: the messages to deliver, how many were dead-lettered instead, and,
+	 * when nothing could be claimed, how long until the queue's next delayed message becomes
+	 * visible (null when none is waiting or it is unknown).
 	 */
-	public record Claim(List<ClaimedMessage> messages, int deadLettered, boolean suspect, Duration nextVisibleIn) {
+	public record Claim(List<ClaimedMessage> messages, int deadLettered, Duration nextVisibleIn) {
 
 	}
 

@@ -158,7 +158,6 @@ public final class QueueSql {
 				       COALESCE(q.backoff_max_ms, 600000),
 				       c.last_error,
 				       octet_length(p.text),
-				       l.suspect,
 				       NULL::bigint
 				  FROM locked l
 				  LEFT JOIN claimed c ON c.id = l.id
@@ -166,7 +165,7 @@ public final class QueueSql {
 				  LEFT JOIN %1$s.queue q ON q.name = c.queue
 				 ORDER BY c.priority, c.visible_at, l.id)
 				UNION ALL
-				SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+				SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 				       (SELECT ceil(extract(epoch FROM min(n.visible_at) - now()) * 1000)::bigint
 				          FROM priorities p
 				         CROSS JOIN LATERAL (
@@ -176,16 +175,16 @@ public final class QueueSql {
 				                 ORDER BY m.visible_at LIMIT 1) n)
 				 WHERE NOT EXISTS (SELECT 1 FROM locked)""".formatted(s);
 
-		// 1 ids, 2 their queues, 3 backend pid of the claiming session, 4 namespace. The pid guard
-		// fences a lease whose session died: on any other session the statement deletes nothing. The
-		// queue guard leaves a row that was moved while held (by hand, say): it is released instead.
-		// The unlock runs per deleted row, before commit; a session that locks the row in that gap
-		// blocks in its re-check on our row lock and then finds the row gone.
+		// 1 ids, 2 the queue they were claimed from, 3 backend pid of the claiming session,
+		// 4 namespace. The pid guard fences a lease whose session died: on any other session the
+		// statement deletes nothing. The queue guard leaves a row that was moved while held (by
+		// hand, say): it is released instead. The unlock runs per deleted row, before commit; a
+		// session that locks the row in that gap blocks in its re-check on our row lock and then
+		// finds the row gone.
 		this.ack = """
-				DELETE FROM %s.message m
-				 USING unnest(?::bigint[], ?::text[]) AS a(id, queue)
-				 WHERE m.id = a.id AND m.queue = a.queue AND pg_backend_pid() = ?
-				RETURNING m.id, pg_advisory_unlock(?, m.id::bit(32)::int4)""".formatted(s);
+				DELETE FROM %s.message
+				 WHERE id = ANY(?) AND queue = ? AND pg_backend_pid() = ?
+				RETURNING id, pg_advisory_unlock(?, id::bit(32)::int4)""".formatted(s);
 
 		// 1 ids, 2 delays ms, 3 errors (text[], null entries keep last_error), 4 pid, 5 namespace,
 		// 6 channel. Wakes the queue's pollers in every process (one notification per queue: equal

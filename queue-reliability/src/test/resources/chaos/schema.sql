@@ -99,3 +99,14 @@ BEGIN
     RETURN terminated;
 END
 $$;
+
+-- What a transactional handler writes in its own transaction, one row per handled job: its
+-- effects. A job whose effect row appears twice took effect twice.
+CREATE TABLE IF NOT EXISTS chaos.effect (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    key         bigint      NOT NULL,
+    message_id  bigint      NOT NULL,
+    attempt     integer     NOT NULL,
+    consumer    text        NOT NULL,
+    recorded_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);

@@ -41,6 +41,9 @@ public final class QueueTemplate implements QueueOperations {
 
 	private static final int RECEIVE_ATTEMPTS = 16;
 
+	/** How often a deduplicated send runs again when it neither inserted nor saw the message with its key. */
+	private static final int DEDUPLICATION_ATTEMPTS = 10;
+
 	/** How many dead letters a redrive looks at beyond {@code max}, for those consumers hold. */
 	private static final int REDRIVE_WINDOW = 1000;
 
@@ -82,6 +85,9 @@ public final class QueueTemplate implements QueueOperations {
 		QueueNames.requireQueue(queue);
 		Objects.requireNonNull(options, "SendOptions must not be null");
 		String json = checkSize(queue, this.converter.write(requirePayload(payload, queue)));
+		if (options.deduplicationKey() != null) {
+			return sendDeduplicated(queue, json, options);
+		}
 		boolean plain = options.isDefault();
 		Long id = write(queue, () -> this.jdbc.execute(plain ? this.sql.sendPlain() : this.sql.send(), (PreparedStatement ps) -> {
 			if (plain) {
@@ -100,6 +106,35 @@ public final class QueueTemplate implements QueueOperations {
 		return Objects.requireNonNull(id);
 	}
 
+	/**
+	 * Sends unless a message with the options' deduplication key is in the queue; either way the
+	 * id of the one message with that key. A conflicting message committed after the statement's
+	 * snapshot is not seen by it: the statement runs again (in a read-committed transaction it then
+	 * sees it, or finds it gone and inserts).
+	 */
+	private long sendDeduplicated(String queue, String json, SendOptions options) {
+		for (int i = 0; i < DEDUPLICATION_ATTEMPTS; i++) {
+			long[] sent = write(queue, () -> this.jdbc.execute(this.sql.sendDeduplicated(), (PreparedStatement ps) -> {
+				bindOptions(ps, 1, queue, options);
+				ps.setString(2, json);
+				ps.setString(9, options.deduplicationKey());
+				ps.setString(10, queue);
+				ps.setString(11, options.deduplicationKey());
+				try (ResultSet rs = ps.executeQuery()) {
+					return rs.next() ? new long[] { rs.getLong(1), rs.getBoolean(2) ? 1 : 0 } : null;
+				}
+			}));
+			if (sent != null) {
+				sent(queue, (int) sent[1]);
+				return sent[0];
+			}
+		}
+		throw new QueueException("Could not send to '" + queue + "' with deduplication key '"
+				+ options.deduplicationKey() + "': a message with that key kept appearing and disappearing, or the "
+				+ "caller's transaction (REPEATABLE READ or SERIALIZABLE) cannot see the one that exists; send it "
+				+ "from a READ COMMITTED transaction");
+	}
+
 	@Override
 	public List<Long> sendBatch(String queue, List<?> payloads, SendOptions options) {
 		QueueNames.requireQueue(queue);
@@ -108,20 +143,31 @@ public final class QueueTemplate implements QueueOperations {
 		if (payloads.isEmpty()) {
 			return List.of();
 		}
+		if (options.deduplicationKey() != null) {
+			// One key for the batch: the first payload is sent (unless the key is in the queue), the
+			// others are duplicates of it, and every element of the result is that message's id.
+			List<Long> ids = new ArrayList<>(payloads.size());
+			for (Object payload : payloads) {
+				ids.add(send(queue, payload, options));
+			}
+			return ids;
+		}
 		String[] json = new String[payloads.size()];
 		for (int i = 0; i < json.length; i++) {
 			json[i] = checkSize(queue, this.converter.write(requirePayload(payloads.get(i), queue)));
 		}
 		List<Long> ids = write(queue, () -> this.jdbc.execute(this.sql.sendBatch(), (PreparedStatement ps) -> {
-			// sendBatch's parameters: 1 queue, 2 headers, 3 priority, 4 not-before, 5 delay, 6 max, 7 payloads
+			// sendBatch's parameters: 1 queue, 2 headers, 3 priority, 4 not-before, 5 delay, 6 max,
+			// 7 group, 8 payloads
 			ps.setString(1, queue);
 			ps.setString(2, Headers.write(options.headers()));
 			ps.setInt(3, options.priority());
 			setNotBefore(ps, 4, options);
 			ps.setLong(5, options.delay().toMillis());
 			setMaxAttempts(ps, 6, options);
+			ps.setString(7, options.group());
 			Array array = ps.getConnection().createArrayOf("text", json);
-			ps.setArray(7, array);
+			ps.setArray(8, array);
 			List<Long> result = new ArrayList<>(json.length);
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {
@@ -151,9 +197,11 @@ public final class QueueTemplate implements QueueOperations {
 			setNotBefore(ps, 4, options);
 			ps.setLong(5, options.delay().toMillis());
 			setMaxAttempts(ps, 6, options);
-			ps.setString(7, exchange);
-			ps.setString(8, routingKey);
-			ps.setString(9, routingKey);
+			ps.setString(7, options.deduplicationKey());
+			ps.setString(8, options.group());
+			ps.setString(9, exchange);
+			ps.setString(10, routingKey);
+			ps.setString(11, routingKey);
 			List<String> queues = new ArrayList<>();
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {
@@ -224,8 +272,8 @@ public final class QueueTemplate implements QueueOperations {
 		QueueNames.requireQueue(queue);
 		int ns = namespace();
 		Boolean removed = this.jdbc.execute(this.sql.cancel(), (PreparedStatement ps) -> {
-			ps.setString(1, queue);
-			ps.setLong(2, id);
+			ps.setLong(1, id);
+			ps.setString(2, queue);
 			ps.setInt(3, ns);
 			try (ResultSet rs = ps.executeQuery()) {
 				return rs.next();
@@ -234,7 +282,7 @@ public final class QueueTemplate implements QueueOperations {
 		if (Boolean.TRUE.equals(removed)) {
 			return CancelResult.REMOVED;
 		}
-		Boolean exists = this.jdbc.queryForObject(this.sql.exists(), Boolean.class, queue, id);
+		Boolean exists = this.jdbc.queryForObject(this.sql.exists(), Boolean.class, id, queue);
 		return Boolean.TRUE.equals(exists) ? CancelResult.HELD : CancelResult.NOT_FOUND;
 	}
 
@@ -447,13 +495,15 @@ public final class QueueTemplate implements QueueOperations {
 
 	private static void bindOptions(PreparedStatement ps, int queueIndex, String queue, SendOptions options)
 			throws java.sql.SQLException {
-		// send's parameters: 1 queue, 2 payload, 3 headers, 4 priority, 5 not-before, 6 delay, 7 max
+		// send's parameters: 1 queue, 2 payload, 3 headers, 4 priority, 5 not-before, 6 delay, 7 max,
+		// 8 group
 		ps.setString(queueIndex, queue);
 		ps.setString(3, Headers.write(options.headers()));
 		ps.setInt(4, options.priority());
 		setNotBefore(ps, 5, options);
 		ps.setLong(6, options.delay().toMillis());
 		setMaxAttempts(ps, 7, options);
+		ps.setString(8, options.group());
 	}
 
 	private static void setNotBefore(PreparedStatement ps, int index, SendOptions options) throws java.sql.SQLException {

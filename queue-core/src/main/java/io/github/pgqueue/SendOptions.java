@@ -25,12 +25,18 @@ public final class SendOptions {
 
 	private final Integer maxAttempts;
 
+	private final String deduplicationKey;
+
+	private final String group;
+
 	private SendOptions(Builder builder) {
 		this.priority = builder.priority;
 		this.delay = builder.delay;
 		this.notBefore = builder.notBefore;
 		this.headers = Collections.unmodifiableMap(new LinkedHashMap<>(builder.headers));
 		this.maxAttempts = builder.maxAttempts;
+		this.deduplicationKey = builder.deduplicationKey;
+		this.group = builder.group;
 	}
 
 	public static Builder builder() {
@@ -40,7 +46,8 @@ public final class SendOptions {
 	/** Whether these are the defaults: priority 0, no delay, no headers, the queue's max attempts. */
 	public boolean isDefault() {
 		return this.priority == 0 && this.delay.isZero() && this.notBefore == null && this.headers.isEmpty()
-				&& this.maxAttempts == null;
+				&& this.maxAttempts == null && this.deduplicationKey == null
+				&& this.group == null;
 	}
 
 	/** Lower is delivered first; default 0. */
@@ -68,6 +75,24 @@ public final class SendOptions {
 		return this.maxAttempts;
 	}
 
+	/**
+	 * The deduplication key, or null: while a message with this key is in the queue (waiting,
+	 * scheduled or being handled), a send with the same key inserts nothing and returns that
+	 * message's id. Acked or dead-lettered, the message no longer holds the key.
+	 */
+	public String deduplicationKey() {
+		return this.deduplicationKey;
+	}
+
+	/**
+	 * The FIFO group, or null: the messages of one group in one queue are delivered one at a time
+	 * (at most one in flight across every consumer) and in the order they were sent; a failing
+	 * message holds up its group, and only its group, until it succeeds or is dead-lettered.
+	 */
+	public String group() {
+		return this.group;
+	}
+
 	/** Builds {@link SendOptions}. */
 	public static final class Builder {
 
@@ -80,6 +105,10 @@ public final class SendOptions {
 		private final Map<String, String> headers = new LinkedHashMap<>();
 
 		private Integer maxAttempts;
+
+		private String deduplicationKey;
+
+		private String group;
 
 		private Builder() {
 		}
@@ -116,6 +145,26 @@ public final class SendOptions {
 				throw new IllegalArgumentException("Max attempts must be at least 1, was " + maxAttempts);
 			}
 			this.maxAttempts = maxAttempts;
+			return this;
+		}
+
+		/** See {@link SendOptions#deduplicationKey()}: 1 to 512 characters. */
+		public Builder deduplicationKey(String deduplicationKey) {
+			if (deduplicationKey == null || deduplicationKey.isEmpty() || deduplicationKey.length() > 512) {
+				throw new IllegalArgumentException("Deduplication key must have 1 to 512 characters, was "
+						+ ((deduplicationKey == null) ? "null" : deduplicationKey.length() + " characters"));
+			}
+			this.deduplicationKey = deduplicationKey;
+			return this;
+		}
+
+		/** See {@link SendOptions#group()}: 1 to 512 characters. */
+		public Builder group(String group) {
+			if (group == null || group.isEmpty() || group.length() > 512) {
+				throw new IllegalArgumentException("Group must have 1 to 512 characters, was "
+						+ ((group == null) ? "null" : group.length() + " characters"));
+			}
+			this.group = group;
 			return this;
 		}
 

@@ -195,6 +195,9 @@ class FailedStatementIntegrationTests {
 		java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
 		try (HikariDataSource storm = this.postgres.pool("storm", 8)) {
 			QueueTemplate consumer = QueueTemplate.builder(storm).build();
+			// The template reads the lock namespace once, on first use: not under the storm, which
+			// would cancel that read and fail the worker before it claimed anything.
+			consumer.lockNamespace();
 			Thread canceller = new Thread(() -> {
 				while (!done.get()) {
 					cancels.addAndGet(this.jdbc.queryForObject("SELECT count(*) FILTER (WHERE pg_cancel_backend(pid)) "

@@ -35,7 +35,7 @@ final class BacklogScenario {
 
 	private static final Duration CAP = Duration.ofSeconds(30);
 
-	private static final List<String> SYSTEMS = List.of("pgqueue", "raw-sql", "raw-sql-same-guarantee");
+	private static final List<String> SYSTEMS = List.of("pgqueue", "pgqueue-tx", "raw-sql", "raw-sql-same-guarantee");
 
 	private final BenchContext context;
 

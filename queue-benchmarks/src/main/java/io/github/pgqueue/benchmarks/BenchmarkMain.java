@@ -6,6 +6,8 @@ import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.List;
 
+import io.github.pgqueue.ConsumptionMode;
+
 /**
  * The benchmark program. Starts one embedded PostgreSQL with pgqueue's migrations, then runs each
  * scenario of {@code bench.md} for pgqueue, the plain-SQL limit, the same protocol without the
@@ -13,6 +15,9 @@ import java.util.List;
  * {@code RATIO} lines and writing them under {@code target/}. Arguments: see {@link BenchOptions}.
  */
 public final class BenchmarkMain {
+
+	/** The FIFO groups of {@code pgqueue-tx-fifo}. */
+	static final int FIFO_GROUPS = 1000;
 
 	private BenchmarkMain() {
 	}
@@ -39,7 +44,9 @@ public final class BenchmarkMain {
 					+ "; machine: " + Runtime.getRuntime().availableProcessors() + " cores, PostgreSQL "
 					+ database.serverVersion() + " (embedded), Java " + System.getProperty("java.version") + ".";
 			System.out.println("MACHINE " + machine);
-			List<QueueSystem> systems = List.of(new PgQueueSystem(database), new RawSqlSystem(database),
+			List<QueueSystem> systems = List.of(new PgQueueSystem(database, ConsumptionMode.SESSION),
+					new PgQueueSystem(database, ConsumptionMode.TRANSACTIONAL),
+					new PgQueueSystem(database, ConsumptionMode.TRANSACTIONAL, FIFO_GROUPS), new RawSqlSystem(database),
 					new RawSameGuaranteeSystem(database), new SpringIntegrationSystem(database),
 					new DbQueueSystem(database));
 			Results results = new Results();

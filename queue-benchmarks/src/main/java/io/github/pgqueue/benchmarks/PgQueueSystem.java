@@ -6,15 +6,20 @@ import java.util.List;
 import java.util.Optional;
 
 import io.github.pgqueue.AckMode;
+import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 
 /**
  * pgqueue through its public API: {@link QueueTemplate} for sends, and for consumption the
- * listener registry and endpoints that {@code @QueueListener} builds, in session mode, with the
- * starter's defaults (poll interval 1 s) unless a scenario sets the batch size.
+ * listener registry and endpoints that {@code @QueueListener} builds, in session mode
+ * ({@code pgqueue}) or transactional mode ({@code pgqueue-tx}: a JDBC transaction manager on the
+ * application pool), the latter also with its messages spread over FIFO groups
+ * ({@code pgqueue-tx-fifo}), with the starter's defaults (poll interval 1 s) unless a scenario sets the
+ * batch size.
  */
 final class PgQueueSystem extends MessageTableSystem {
 
@@ -26,14 +31,48 @@ final class PgQueueSystem extends MessageTableSystem {
 
 	private final QueueTemplate template;
 
-	PgQueueSystem(BenchDatabase database) {
+	private final ConsumptionMode mode;
+
+	/** FIFO groups the messages are spread over, round robin; 0 for none. */
+	private final int groups;
+
+	PgQueueSystem(BenchDatabase database, ConsumptionMode mode) {
+		this(database, mode, 0);
+	}
+
+	PgQueueSystem(BenchDatabase database, ConsumptionMode mode, int groups) {
 		super(database);
 		this.template = QueueTemplate.builder(database.appPool()).build();
+		this.mode = mode;
+		this.groups = groups;
 	}
 
 	@Override
 	public String name() {
-		return "pgqueue";
+		return ((this.mode == ConsumptionMode.TRANSACTIONAL) ? "pgqueue-tx" : "pgqueue")
+				+ ((this.groups > 0) ? "-fifo" : "");
+	}
+
+	@Override
+	public void preload(int count, Duration delay) {
+		if (this.groups == 0) {
+			super.preload(count, delay);
+			return;
+		}
+		this.database.admin().update("""
+				INSERT INTO pgqueue.message (queue, payload, visible_at, group_key)
+				SELECT ?, '{"n": -1}'::jsonb, now() + ? * interval '1 millisecond', 'g' || (g % ?)
+				  FROM generate_series(1, ?) g""", QUEUE, delay.toMillis(), this.groups, count);
+	}
+
+	private SendOptions options(long sequence) {
+		return (this.groups > 0) ? SendOptions.builder().group("g" + (sequence % this.groups)).build()
+				: SendOptions.DEFAULTS;
+	}
+
+	@Override
+	public boolean drainOnly() {
+		return this.groups > 0;
 	}
 
 	@Override
@@ -43,7 +82,7 @@ final class PgQueueSystem extends MessageTableSystem {
 
 	@Override
 	public void send(long sequence) {
-		this.template.send(QUEUE, new Tick(sequence));
+		this.template.send(QUEUE, new Tick(sequence), options(sequence));
 	}
 
 	@Override
@@ -52,13 +91,14 @@ final class PgQueueSystem extends MessageTableSystem {
 		for (int i = 0; i < count; i++) {
 			ticks.add(new Tick(first + i));
 		}
-		this.template.sendBatch(QUEUE, ticks);
+		// With groups, one group per batch: the batch's first sequence number picks it.
+		this.template.sendBatch(QUEUE, ticks, options(first));
 	}
 
 	@Override
 	public Consumers startConsumers(int concurrency, int batchSize, MessageHandler handler) {
 		QueueListenerEndpointRegistry registry = registry();
-		registry.registerListenerEndpoint(endpoint("bench", QUEUE, concurrency, batchSize, handler));
+		registry.registerListenerEndpoint(endpoint("bench", QUEUE, concurrency, batchSize, this.mode, handler));
 		registry.start();
 		return registry::stop;
 	}
@@ -67,8 +107,9 @@ final class PgQueueSystem extends MessageTableSystem {
 	public Optional<Consumers> startIdleListeners(int listeners) {
 		QueueListenerEndpointRegistry registry = registry();
 		for (int i = 0; i < listeners; i++) {
-			registry.registerListenerEndpoint(endpoint("idle-" + i, "idle-" + i, 1, DEFAULT_BATCH_SIZE, (n) -> {
-			}));
+			registry.registerListenerEndpoint(endpoint("idle-" + i, "idle-" + i, 1, DEFAULT_BATCH_SIZE, this.mode,
+					(n) -> {
+					}));
 		}
 		registry.start();
 		return Optional.of(registry::stop);
@@ -79,10 +120,10 @@ final class PgQueueSystem extends MessageTableSystem {
 	}
 
 	private static QueueListenerEndpoint endpoint(String id, String queue, int concurrency, int batchSize,
-			MessageHandler handler) {
+			ConsumptionMode mode, MessageHandler handler) {
 		return new QueueListenerEndpoint(id, List.of(queue), concurrency, AckMode.AUTO, true, Tick.class,
 				(message, ack) -> handler.onMessage(((Tick) message.payload()).n()), new DefaultQueueErrorHandler(),
-				batchSize, POLL_INTERVAL);
+				batchSize, POLL_INTERVAL, mode, QueueListenerEndpoint.DEFAULT_TRANSACTION_TIMEOUT);
 	}
 
 }

@@ -12,6 +12,11 @@ interface QueueSystem {
 	/** The name the reports use. */
 	String name();
 
+	/** Whether only the drain scenario measures the system (a variant of another one). */
+	default boolean drainOnly() {
+		return false;
+	}
+
 	/** Whether the system claims several messages per statement, so that a batch size applies. */
 	boolean claimsInBatches();
 

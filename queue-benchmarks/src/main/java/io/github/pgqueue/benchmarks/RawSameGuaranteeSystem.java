@@ -53,6 +53,7 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 			ps.setNull(5, java.sql.Types.TIMESTAMP_WITH_TIMEZONE);
 			ps.setLong(6, 0);
 			ps.setNull(7, java.sql.Types.INTEGER);
+			ps.setNull(8, java.sql.Types.VARCHAR);
 			try (ResultSet rs = ps.executeQuery()) {
 				rs.next();
 			}
@@ -77,7 +78,8 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 			ps.setNull(4, java.sql.Types.TIMESTAMP_WITH_TIMEZONE);
 			ps.setLong(5, 0);
 			ps.setNull(6, java.sql.Types.INTEGER);
-			ps.setArray(7, connection.createArrayOf("text", payloads));
+			ps.setNull(7, java.sql.Types.VARCHAR);
+			ps.setArray(8, connection.createArrayOf("text", payloads));
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {
 					rs.getLong(1);

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.stream.Stream;
 
 /**
  * Every figure of a run, in order. Prints each {@code BENCH} line as it is taken and, per
@@ -13,6 +14,9 @@ import java.util.Objects;
  * rate with the same number of threads (and the same batch size, where the system has one).
  */
 final class Results {
+
+	/** pgqueue's systems: one per consumption mode. */
+	static final List<String> MINE = List.of("pgqueue", "pgqueue-tx", "pgqueue-tx-fifo");
 
 	static final List<String> OTHERS = List.of("raw-sql", "raw-sql-same-guarantee", "spring-integration-jdbc",
 			"db-queue");
@@ -37,11 +41,18 @@ final class Results {
 	/** Prints and keeps the RATIO lines of {@code scenario}. */
 	synchronized void ratios(String scenario) {
 		for (BenchRow mine : this.rows) {
-			if (!mine.scenario().equals(scenario) || !mine.system().equals("pgqueue") || mine.msgsPerSecond() == null) {
+			if (!mine.scenario().equals(scenario) || !MINE.contains(mine.system()) || mine.msgsPerSecond() == null) {
 				continue;
 			}
 			Map<String, Double> ratio = new LinkedHashMap<>();
-			for (String other : OTHERS) {
+			// Each variant is compared with the one it varies first: pgqueue-tx with pgqueue,
+			// pgqueue-tx-fifo with pgqueue-tx.
+			List<String> others = switch (mine.system()) {
+				case "pgqueue-tx" -> Stream.concat(Stream.of("pgqueue"), OTHERS.stream()).toList();
+				case "pgqueue-tx-fifo" -> Stream.concat(Stream.of("pgqueue-tx"), OTHERS.stream()).toList();
+				default -> OTHERS;
+			};
+			for (String other : others) {
 				BenchRow theirs = counterpart(mine, other);
 				if (theirs != null && theirs.msgsPerSecond() != null && theirs.msgsPerSecond() > 0) {
 					ratio.put(other, mine.msgsPerSecond() / theirs.msgsPerSecond());
@@ -50,7 +61,8 @@ final class Results {
 			StringBuilder line = new StringBuilder("RATIO scenario=").append(scenario)
 				.append(" consumers=").append(mine.consumers())
 				.append(" batch=").append(mine.batch());
-			ratio.forEach((other, value) -> line.append(" pgqueue/").append(other).append('=').append(ratio(value)));
+			ratio.forEach((other, value) -> line.append(' ').append(mine.system()).append('/').append(other).append('=')
+				.append(ratio(value)));
 			this.ratios.add(line.toString());
 			System.out.println(line);
 		}

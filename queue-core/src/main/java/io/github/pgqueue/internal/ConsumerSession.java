@@ -154,61 +154,101 @@ public final class ConsumerSession implements AutoCloseable {
 					+ "; complete them before claiming more");
 		}
 		checkNotLost();
-		List<ClaimedMessage> deliverable = new ArrayList<>(max);
-		List<DeadLetter> letters = new ArrayList<>();
-		Duration nextVisible = null;
 		this.claimedQueue = queue;
-		try {
-			try (PreparedStatement ps = this.connection.prepareStatement(this.sql.claim())) {
-				ps.setString(1, queue);
-				ps.setString(2, queue);
-				ps.setString(3, queue);
-				ps.setBoolean(4, mayTakeOpen);
-				ps.setInt(5, max + QueueSql.CLAIM_WINDOW);
-				ps.setInt(6, this.namespace);
-				ps.setInt(7, max);
-				ps.setString(8, queue);
-				ps.setInt(9, this.namespace);
-				ps.setInt(10, this.maxPayloadBytes);
-				ps.setString(11, queue);
-				try (ResultSet rs = ps.executeQuery()) {
-					while (rs.next()) {
-						if (rs.getObject(1) == null) {
-							long ms = rs.getLong(15);
-							nextVisible = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, ms));
-							continue; // nothing could be locked: when the next delayed message is due
-						}
-						if (rs.getObject(5) == null) {
-							continue; // skipped by the re-check and already unlocked
-						}
-						ClaimedMessage message = read(queue, rs);
-						this.held.add(message.id());
-						if (message.oversized()) {
-							letters.add(DeadLetter.of(message, "Payload is " + message.payloadBytes()
-									+ " bytes, above the consumer's limit of " + this.maxPayloadBytes
-									+ " bytes (pgqueue.max-payload-size); it was not read"));
-						}
-						else if (message.exhausted()) {
-							letters.add(DeadLetter.of(message, "Dead-lettered after " + message.maxAttempts()
-									+ " attempts; the last one ended without an ack, retry or reject (its consumer "
-									+ "died, its session ended, or it released the message)"
-									+ ((message.lastError() != null) ? "; last error: " + message.lastError() : "")));
-						}
-						else {
-							deliverable.add(message);
-						}
-					}
-				}
-			}
-			if (!letters.isEmpty()) {
-				deadLetter(letters);
-			}
-			this.lastAliveCheck = System.nanoTime();
-			return new Claim(deliverable, letters.size(), nextVisible);
+		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.claim())) {
+			ps.setString(1, queue);
+			ps.setString(2, queue);
+			ps.setString(3, queue);
+			ps.setBoolean(4, mayTakeOpen);
+			ps.setInt(5, max + QueueSql.CLAIM_WINDOW);
+			ps.setInt(6, this.namespace);
+			ps.setInt(7, max);
+			ps.setString(8, queue);
+			ps.setInt(9, this.namespace);
+			ps.setInt(10, this.maxPayloadBytes);
+			ps.setString(11, queue);
+			return readClaim(queue, ps);
 		}
 		catch (SQLException ex) {
 			throw claimFailure(queue, ex);
 		}
+	}
+
+	/**
+	 * Claims message {@code id} of transactional queue {@code queue} if it is a suspect: the last
+	 * transaction that held it aborted, or its claim is open and nobody holds it. Counts the attempt
+	 * the aborted transaction never wrote and this one, so that a message that kills its consumer
+	 * is dead-lettered after its max attempts; the caller runs it alone.
+	 */
+	public Claim claimSuspect(String queue, long id) {
+		if (!this.held.isEmpty()) {
+			throw new IllegalStateException("Session " + this.backendPid + " still holds " + this.held
+					+ "; complete them before claiming more");
+		}
+		checkNotLost();
+		this.claimedQueue = queue;
+		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.claimSuspect())) {
+			ps.setLong(1, id);
+			ps.setString(2, queue);
+			ps.setInt(3, this.namespace);
+			ps.setString(4, queue);
+			ps.setInt(5, this.namespace);
+			ps.setInt(6, this.maxPayloadBytes);
+			return readClaim(queue, ps);
+		}
+		catch (SQLException ex) {
+			throw claimFailure(queue, ex);
+		}
+	}
+
+	/** Reads a claim's rows: holds what was claimed, dead-letters what is exhausted or oversized. */
+	private Claim readClaim(String queue, PreparedStatement ps) throws SQLException {
+		List<ClaimedMessage> deliverable = new ArrayList<>();
+		List<DeadLetter> letters = new ArrayList<>();
+		Duration nextVisible = null;
+		try (ResultSet rs = ps.executeQuery()) {
+			while (rs.next()) {
+				if (rs.getObject(1) == null) {
+					long ms = rs.getLong(15);
+					nextVisible = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, ms));
+					continue; // nothing could be locked: when the next delayed message is due
+				}
+				if (rs.getObject(5) == null) {
+					continue; // skipped by the re-check and already unlocked
+				}
+				ClaimedMessage message = read(queue, rs);
+				this.held.add(message.id());
+				String unusable = unusable(message, this.maxPayloadBytes);
+				if (unusable != null) {
+					letters.add(DeadLetter.of(message, unusable));
+				}
+				else {
+					deliverable.add(message);
+				}
+			}
+		}
+		if (!letters.isEmpty()) {
+			deadLetter(letters);
+		}
+		this.lastAliveCheck = System.nanoTime();
+		return new Claim(deliverable, letters.size(), nextVisible);
+	}
+
+	/**
+	 * Why a claimed message goes to its dead-letter queue without a handler seeing it (its payload
+	 * is above the limit, or its attempts are used up), or null if it is to be delivered.
+	 */
+	static String unusable(ClaimedMessage message, int maxPayloadBytes) {
+		if (message.oversized()) {
+			return "Payload is " + message.payloadBytes() + " bytes, above the consumer's limit of " + maxPayloadBytes
+					+ " bytes (pgqueue.max-payload-size); it was not read";
+		}
+		if (message.exhausted()) {
+			return "Dead-lettered after " + message.maxAttempts() + " attempts; the last one ended without an ack, "
+					+ "retry or reject (its consumer died, its session or transaction ended, or it released the "
+					+ "message)" + ((message.lastError() != null) ? "; last error: " + message.lastError() : "");
+		}
+		return null;
 	}
 
 	/**
@@ -236,7 +276,7 @@ public final class ConsumerSession implements AutoCloseable {
 		return failure;
 	}
 
-	private static ClaimedMessage read(String queue, ResultSet rs) throws SQLException {
+	static ClaimedMessage read(String queue, ResultSet rs) throws SQLException {
 		String dlq = rs.getString(9);
 		return new ClaimedMessage(rs.getLong(1), queue, rs.getString(3), rs.getString(4), rs.getInt(5), rs.getInt(6),
 				rs.getTimestamp(7).toInstant(), rs.getInt(8),

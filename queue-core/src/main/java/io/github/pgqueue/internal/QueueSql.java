@@ -7,11 +7,81 @@ import io.github.pgqueue.QueueNames;
  * each statement lists them. The lock key of a message is {@code (namespace, id::bit(32)::int4)}:
  * the two-int4 form, whose key space is separate from the single-bigint advisory locks other
  * applications usually take, with the id folded to its low 32 bits (Java: {@code (int) id}).
+ * <p>
+ * A statement that finds messages by id tests their queue as {@code (queue = ?) IS TRUE}: the
+ * planner cannot make that an index condition, so it looks the ids up by primary key. With a plain
+ * {@code queue = ?}, statistics that take the queue for a rare one make it walk the claim index over
+ * every message of the queue (and every dead entry at its head) to find a handful of ids.
  */
 public final class QueueSql {
 
 	/** How many candidates of one priority a claim looks at before it gives up on that priority. */
 	static final int CLAIM_WINDOW = 1000;
+
+	/**
+	 * The loose index scan over the priorities of a queue (1 queue, 2 queue), lowest first: a CTE
+	 * of the claims, which walk each priority's visible messages in turn.
+	 */
+	private static final String PRIORITIES = """
+			WITH RECURSIVE priorities AS (
+			    (SELECT priority FROM %1$s.message WHERE queue = ? ORDER BY priority LIMIT 1)
+			    UNION ALL
+			    SELECT (SELECT m.priority FROM %1$s.message m
+			             WHERE m.queue = ? AND m.priority > p.priority
+			             ORDER BY m.priority LIMIT 1)
+			      FROM priorities p
+			     WHERE p.priority IS NOT NULL
+			),
+			""";
+
+	/**
+	 * The condition of a claim's candidate m (no parameter): outside any FIFO group, or its group's
+	 * head: no older message of its group is in the queue.
+	 */
+	private static final String GROUP_HEAD = """
+			               AND (m.group_key IS NULL OR NOT EXISTS (
+			                    SELECT 1 FROM %1$s.message o
+			                     WHERE o.queue = m.queue AND o.group_key = m.group_key AND o.id < m.id))
+			""";
+
+	/**
+	 * Columns 3 to 15 of a claim's rows, from claimed row c, its payload text p and its queue q
+	 * (1 payload limit); formatted with the attempt's expression.
+	 */
+	private static final String CLAIMED_COLUMNS = """
+			       CASE WHEN octet_length(p.text) <= ? THEN p.text END, c.headers::text, c.priority,
+			       %s, c.created_at,
+			       COALESCE(c.max_attempts, q.max_attempts, 5),
+			       q.dead_letter_queue,
+			       COALESCE(q.backoff_initial_ms, 1000),
+			       COALESCE(q.backoff_multiplier, 2.0),
+			       COALESCE(q.backoff_max_ms, 600000),
+			       c.last_error,
+			       octet_length(p.text),
+			       NULL::bigint
+			""";
+
+	/** The payload text p and queue policy q of a claimed row c. */
+	private static final String POLICY_JOINS = """
+			  LEFT JOIN LATERAL (SELECT c.payload::text AS text) p ON true
+			  LEFT JOIN %1$s.queue q ON q.name = c.queue
+			""";
+
+	/**
+	 * The row a claim adds when it found no candidate (1 queue): in how many milliseconds the
+	 * queue's next delayed message becomes visible; formatted with the CTE of the candidates.
+	 */
+	private static final String NEXT_DUE = """
+			UNION ALL
+			SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+			       (SELECT ceil(extract(epoch FROM min(n.visible_at) - now()) * 1000)::bigint
+			          FROM priorities p
+			         CROSS JOIN LATERAL (
+			                SELECT m.visible_at FROM %%1$s.message m
+			                 WHERE m.queue = ? AND m.priority = p.priority
+			                   AND m.visible_at > now() AND m.visible_at < 'infinity'
+			                 ORDER BY m.visible_at LIMIT 1) n)
+			 WHERE NOT EXISTS (SELECT 1 FROM %s)""";
 
 	private final String namespace;
 
@@ -20,6 +90,8 @@ public final class QueueSql {
 	private final String sendBatch;
 
 	private final String sendPlain;
+
+	private final String sendDeduplicated;
 
 	private final String claim;
 
@@ -55,6 +127,19 @@ public final class QueueSql {
 
 	private final String declareExchange;
 
+	private final String transactionalClaim;
+
+	private final String transactionalAck;
+
+	private final String transactionalRetry;
+
+	private final String transactionalDeadLetter;
+
+	private final String lockClaimed;
+
+	private final String claimSuspect;
+
+
 	private final String schema;
 
 	public QueueSql(String schema) {
@@ -66,20 +151,39 @@ public final class QueueSql {
 		this.namespace = "SELECT lock_namespace FROM %s.setting".formatted(s);
 
 		// 1 queue, 2 payload, 3 headers, 4 priority, 5 not-before (or null), 6 delay ms,
-		// 7 max attempts (or null). The delay is added on the server so clocks do not matter.
+		// 7 max attempts (or null), 8 group (or null). The delay is added on the server so clocks do
+		// not matter.
 		this.send = """
-				INSERT INTO %s.message (queue, payload, headers, priority, visible_at, max_attempts)
-				VALUES (?, ?::jsonb, ?::jsonb, ?, COALESCE(?, now() + ? * interval '1 millisecond'), ?)
+				INSERT INTO %s.message (queue, payload, headers, priority, visible_at, max_attempts, group_key)
+				VALUES (?, ?::jsonb, ?::jsonb, ?, COALESCE(?, now() + ? * interval '1 millisecond'), ?, ?)
 				RETURNING id""".formatted(s);
 
 		// 1 queue, 2 payload. The send without options: the column defaults apply.
 		this.sendPlain = "INSERT INTO %s.message (queue, payload) VALUES (?, ?::jsonb) RETURNING id".formatted(s);
 
-		// 1 queue, 2 payloads text[], 3 headers, 4 priority, 5 not-before, 6 delay ms, 7 max attempts.
-		// One statement per batch; ids come from one sequence, so sorted ids follow input order.
+		// 1 queue, 2 payload, 3 headers, 4 priority, 5 not-before, 6 delay ms, 7 max attempts,
+		// 8 group, 9 deduplication key, 10 queue, 11 deduplication key. Inserts unless a message with the key
+		// is in the queue, and returns the id with whether it was inserted. A message with the key
+		// committed by another transaction after this statement's snapshot conflicts but is not
+		// seen: no row comes back, and the caller runs the statement again.
+		this.sendDeduplicated = """
+				WITH inserted AS (
+				    INSERT INTO %1$s.message (queue, payload, headers, priority, visible_at, max_attempts,
+				                              group_key, deduplication_key)
+				    VALUES (?, ?::jsonb, ?::jsonb, ?, COALESCE(?, now() + ? * interval '1 millisecond'), ?, ?, ?)
+				    ON CONFLICT (queue, deduplication_key) WHERE deduplication_key IS NOT NULL DO NOTHING
+				    RETURNING id)
+				SELECT id, true FROM inserted
+				UNION ALL
+				SELECT m.id, false FROM %1$s.message m
+				 WHERE m.queue = ? AND m.deduplication_key = ? AND NOT EXISTS (SELECT 1 FROM inserted)""".formatted(s);
+
+		// 1 queue, 2 headers, 3 priority, 4 not-before, 5 delay ms, 6 max attempts, 7 group,
+		// 8 payloads text[]. One statement per batch; ids come from one sequence, so sorted ids follow
+		// input order.
 		this.sendBatch = """
-				INSERT INTO %s.message (queue, payload, headers, priority, visible_at, max_attempts)
-				SELECT ?, p.payload::jsonb, ?::jsonb, ?, COALESCE(?, now() + ? * interval '1 millisecond'), ?
+				INSERT INTO %s.message (queue, payload, headers, priority, visible_at, max_attempts, group_key)
+				SELECT ?, p.payload::jsonb, ?::jsonb, ?, COALESCE(?, now() + ? * interval '1 millisecond'), ?, ?
 				  FROM unnest(?::text[]) WITH ORDINALITY AS p(payload, n)
 				 ORDER BY p.n
 				RETURNING id""".formatted(s);
@@ -91,7 +195,8 @@ public final class QueueSql {
 		// only holds delayed messages costs one probe), tests queue and visibility before the lock,
 		// and tries the lock one candidate at a time outside the ordered subquery: the LIMIT stops
 		// the walk, so only the rows returned are locked. (ORDER BY next to the lock would sort
-		// first and lock every row the sort visits.)
+		// first and lock every row the sort visits.) A message of a FIFO group is a candidate only as
+		// its group's head, tested before the lock too: no older message of its group is in the queue.
 		//
 		// claimed: the re-check. The scan's snapshot can still show a row that another consumer
 		// acked, retried or dead-lettered and unlocked a moment ago, so the lock succeeds on it. The
@@ -112,16 +217,8 @@ public final class QueueSql {
 		// how many milliseconds the queue's next delayed message becomes visible (null: none), so
 		// an idle poller sleeps until then and not a whole poll interval: in the same statement, so
 		// an idle poll still costs one.
-		this.claim = """
-				WITH RECURSIVE priorities AS (
-				    (SELECT priority FROM %1$s.message WHERE queue = ? ORDER BY priority LIMIT 1)
-				    UNION ALL
-				    SELECT (SELECT m.priority FROM %1$s.message m
-				             WHERE m.queue = ? AND m.priority > p.priority
-				             ORDER BY m.priority LIMIT 1)
-				      FROM priorities p
-				     WHERE p.priority IS NOT NULL
-				),
+		this.claim = ("""
+				""" + PRIORITIES + """
 				locked AS (
 				    SELECT c.id, c.suspect, row_number() OVER () AS n
 				      FROM priorities p
@@ -130,6 +227,7 @@ public final class QueueSql {
 				              FROM %1$s.message m
 				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
 				               AND (? OR NOT (m.claim_open AND m.claimed_at > pg_postmaster_start_time()))
+				""" + GROUP_HEAD + """
 				             ORDER BY m.visible_at, m.id
 				             LIMIT ?) c
 				     WHERE pg_try_advisory_lock(?, c.id::bit(32)::int4)
@@ -143,37 +241,18 @@ public final class QueueSql {
 				claimed AS (
 				    UPDATE %1$s.message m SET attempts = m.attempts + 1, claim_open = true, claimed_at = now()
 				      FROM chosen l
-				     WHERE m.id = l.id AND m.queue = ? AND m.visible_at <= now()
+				     WHERE m.id = l.id AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
 				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
 				              m.max_attempts, m.created_at, m.last_error
 				)
 				(SELECT l.id,
 				       CASE WHEN c.id IS NULL THEN pg_advisory_unlock(?, l.id::bit(32)::int4) END,
-				       CASE WHEN octet_length(p.text) <= ? THEN p.text END, c.headers::text, c.priority,
-				       c.attempts, c.created_at,
-				       COALESCE(c.max_attempts, q.max_attempts, 5),
-				       q.dead_letter_queue,
-				       COALESCE(q.backoff_initial_ms, 1000),
-				       COALESCE(q.backoff_multiplier, 2.0),
-				       COALESCE(q.backoff_max_ms, 600000),
-				       c.last_error,
-				       octet_length(p.text),
-				       NULL::bigint
+				""" + CLAIMED_COLUMNS.formatted("c.attempts") + """
 				  FROM locked l
 				  LEFT JOIN claimed c ON c.id = l.id
-				  LEFT JOIN LATERAL (SELECT c.payload::text AS text) p ON true
-				  LEFT JOIN %1$s.queue q ON q.name = c.queue
+				""" + POLICY_JOINS + """
 				 ORDER BY c.priority, c.visible_at, l.id)
-				UNION ALL
-				SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-				       (SELECT ceil(extract(epoch FROM min(n.visible_at) - now()) * 1000)::bigint
-				          FROM priorities p
-				         CROSS JOIN LATERAL (
-				                SELECT m.visible_at FROM %1$s.message m
-				                 WHERE m.queue = ? AND m.priority = p.priority
-				                   AND m.visible_at > now() AND m.visible_at < 'infinity'
-				                 ORDER BY m.visible_at LIMIT 1) n)
-				 WHERE NOT EXISTS (SELECT 1 FROM locked)""".formatted(s);
+				""" + NEXT_DUE.formatted("locked")).formatted(s);
 
 		// 1 ids, 2 the queue they were claimed from, 3 backend pid of the claiming session,
 		// 4 namespace. The pid guard fences a lease whose session died: on any other session the
@@ -183,7 +262,7 @@ public final class QueueSql {
 		// finds the row gone.
 		this.ack = """
 				DELETE FROM %s.message
-				 WHERE id = ANY(?) AND queue = ? AND pg_backend_pid() = ?
+				 WHERE id = ANY(?) AND (queue = ?) IS TRUE AND pg_backend_pid() = ?
 				RETURNING id, pg_advisory_unlock(?, id::bit(32)::int4)""".formatted(s);
 
 		// 1 ids, 2 delays ms, 3 errors (text[], null entries keep last_error), 4 pid, 5 namespace,
@@ -211,7 +290,10 @@ public final class QueueSql {
 				           attempts = CASE WHEN d.park THEN m.attempts ELSE 0 END,
 				           visible_at = CASE WHEN d.park THEN 'infinity' ELSE now() END,
 				           last_error = d.error, claim_open = false,
-				           headers = CASE WHEN d.park THEN m.headers ELSE m.headers || jsonb_build_object(
+				           deduplication_key = CASE WHEN d.park THEN m.deduplication_key END,
+				           group_key = CASE WHEN d.park THEN m.group_key END,
+				           headers = CASE WHEN d.park THEN m.headers ELSE m.headers || jsonb_strip_nulls(jsonb_build_object(
+				               'pgqueue-group', m.group_key)) || jsonb_build_object(
 				               'pgqueue-dead-lettered-from', m.queue,
 				               'pgqueue-dead-lettered-attempts', m.attempts::text) END
 				      FROM (SELECT n.id, n.dlq, n.error, jsonb_exists(o.headers, 'pgqueue-dead-lettered-from') OR n.dlq = o.queue
@@ -237,18 +319,18 @@ public final class QueueSql {
 				 WHERE CASE WHEN t.id NOT IN (SELECT id FROM released)
 				            THEN pg_advisory_unlock(?, t.id::bit(32)::int4) ELSE false END""".formatted(s);
 
-		// 1 queue, 2 id, 3 namespace. Seed 000's cancel: deletes the message only if no consumer
+		// 1 id, 2 queue, 3 namespace. Seed 000's cancel: deletes the message only if no consumer
 		// holds it. The lock is transaction-scoped: a completion unlocks before it commits, so the
 		// DELETE may lock, wait on the row and then find it moved, or evaluate the lock twice; the
 		// lock must go with the transaction whatever happened (and it keeps consumers off the row
 		// until a caller's transaction that cancelled it commits or rolls back).
 		this.cancel = """
 				DELETE FROM %s.message
-				 WHERE queue = ? AND id = ? AND pg_try_advisory_xact_lock(?, id::bit(32)::int4)
+				 WHERE id = ? AND (queue = ?) IS TRUE AND pg_try_advisory_xact_lock(?, id::bit(32)::int4)
 				RETURNING id""".formatted(s);
 
-		// 1 queue, 2 id.
-		this.exists = "SELECT EXISTS (SELECT 1 FROM %s.message WHERE queue = ? AND id = ?)".formatted(s);
+		// 1 id, 2 queue.
+		this.exists = "SELECT EXISTS (SELECT 1 FROM %s.message WHERE id = ? AND (queue = ?) IS TRUE)".formatted(s);
 
 		// 1 queue, 2 namespace, 3 queue, 4 queue, 5 queue, 6 queue, 7 queue. The dead-letter queue
 		// is the queue's configured one, else <queue>.dlq, as QueueNames derives it. In flight = held right now by
@@ -309,15 +391,18 @@ public final class QueueSql {
 				    RETURNING m.id)
 				SELECT count(*) FROM moved CROSS JOIN pg_notify(?, ?) AS woken""".formatted(s);
 
-		// 1 payload, 2 headers, 3 priority, 4 not-before, 5 delay ms, 6 max attempts, 7 exchange,
-		// 8 routing key, 9 routing key. One message per matching queue, in one statement; every
+		// 1 payload, 2 headers, 3 priority, 4 not-before, 5 delay ms, 6 max attempts, 7 deduplication
+		// key (or null), 8 group (or null), 9 exchange, 10 routing key, 11 routing key. A queue that already holds a message
+		// with the key gets none (and is not counted). One message per matching queue, in one statement; every
 		// binding's key is stored as a regular expression over the key's words, each with a '.'
 		// before it: '.' || key, but '' for the empty key, which has no word (fanout: the empty one).
 		this.publish = """
-				INSERT INTO %1$s.message (queue, payload, headers, priority, visible_at, max_attempts)
-				SELECT q.queue, ?::jsonb, ?::jsonb, ?, COALESCE(?, now() + ? * interval '1 millisecond'), ?
+				INSERT INTO %1$s.message (queue, payload, headers, priority, visible_at, max_attempts, deduplication_key,
+				                          group_key)
+				SELECT q.queue, ?::jsonb, ?::jsonb, ?, COALESCE(?, now() + ? * interval '1 millisecond'), ?, ?, ?
 				  FROM (SELECT DISTINCT b.queue FROM %1$s.binding b
 				         WHERE b.exchange = ? AND (CASE WHEN ? = '' THEN '' ELSE '.' || ? END) ~ b.key_regex) q
+				ON CONFLICT (queue, deduplication_key) WHERE deduplication_key IS NOT NULL DO NOTHING
 				RETURNING id, queue""".formatted(s);
 
 		// 1 exchange.
@@ -340,6 +425,130 @@ public final class QueueSql {
 				DELETE FROM %1$s.binding o
 				 WHERE o.exchange = ?
 				   AND (o.queue, o.routing_key) NOT IN (SELECT * FROM unnest(?::text[], ?::text[]))""".formatted(s);
+
+		// Transactional mode. 1 queue, 2 queue, 3 queue, 4 window, 5 namespace, 6 batch size,
+		// 7 queue, 8 payload limit, 9 queue. Runs inside the transaction that runs the handlers.
+		//
+		// candidates: walks the claim index as the session claim does, and takes a transaction-scoped
+		// advisory lock on each candidate, one at a time, until the batch is full: the same key a
+		// session consumer, a cancel or a redrive takes, so messages held any way are skipped, and
+		// stats count these as in flight. A candidate is a suspect when the last transaction that
+		// locked it aborted (its consumer died, its connection broke, its transaction timed out):
+		// that attempt was never written. Suspects are not claimed here; they are returned by id,
+		// for a claim that counts their attempt first and runs them alone. A claim still open by a
+		// session consumer that died is a suspect too.
+		//
+		// claimed: the row locks, only on the rows returned. A row changed since the scan's snapshot
+		// is re-read (EvalPlanQual) and skipped if it is gone, no longer visible or became a suspect.
+		// The ids are an array, not an IN (subquery): a generic plan (the driver prepares a statement
+		// run often) guesses thousands of candidates from the LIMIT parameter and would hash-join a
+		// scan of the whole table; with an array it looks them up by primary key.
+		//
+		// Nothing is written: the attempt shown to the handler is attempts + 1, and it is stored only
+		// if the attempt fails (or by the suspect claim, if the consumer dies). Output as the session
+		// claim's, with column 2 true for a suspect (id only), and the next-due row when no candidate.
+		this.transactionalClaim = ("""
+				""" + PRIORITIES + """
+				candidates AS MATERIALIZED (
+				    SELECT c.id, (c.claim_open AND c.claimed_at > pg_postmaster_start_time())
+				                 OR %1$s.locker_aborted(c.xmax) AS suspect
+				      FROM priorities p
+				     CROSS JOIN LATERAL (
+				            SELECT m.id, m.xmax, m.claim_open, m.claimed_at
+				              FROM %1$s.message m
+				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
+				""" + GROUP_HEAD + """
+				             ORDER BY m.visible_at, m.id
+				             LIMIT ?) c
+				     WHERE pg_try_advisory_xact_lock(?, c.id::bit(32)::int4)
+				     LIMIT ?
+				),
+				claimed AS (
+				    SELECT m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
+				           m.max_attempts, m.created_at, m.last_error
+				      FROM %1$s.message m
+				     WHERE m.id = ANY (ARRAY(SELECT id FROM candidates WHERE NOT suspect))
+				       AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
+				       AND NOT (m.claim_open AND m.claimed_at > pg_postmaster_start_time())
+				       FOR UPDATE OF m SKIP LOCKED
+				)
+				(SELECT c.id, false,
+				""" + CLAIMED_COLUMNS.formatted("c.attempts + 1") + """
+				  FROM claimed c
+				""" + POLICY_JOINS + """
+				 ORDER BY c.priority, c.visible_at, c.id)
+				UNION ALL
+				SELECT id, true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+				  FROM candidates WHERE suspect
+				""" + NEXT_DUE.formatted("candidates")).formatted(s);
+
+		// 1 ids, 2 queue. In the handlers' transaction, which holds the rows' locks.
+		this.transactionalAck = "DELETE FROM %s.message WHERE id = ANY(?) AND (queue = ?) IS TRUE RETURNING id".formatted(s);
+
+		// 1 ids, 2 attempts (the failed attempt's number, stored), 3 delays ms, 4 errors, 5 channel.
+		this.transactionalRetry = """
+				WITH retried AS (
+				    UPDATE %s.message m
+				       SET attempts = r.attempts, visible_at = now() + r.delay_ms * interval '1 millisecond',
+				           last_error = COALESCE(r.error, m.last_error), claim_open = false
+				      FROM unnest(?::bigint[], ?::int[], ?::bigint[], ?::text[]) AS r(id, attempts, delay_ms, error)
+				     WHERE m.id = r.id
+				    RETURNING m.id, m.queue)
+				SELECT id, pg_notify(?, queue) FROM retried""".formatted(s);
+
+		// 1 ids, 2 attempts, 3 dead-letter queues, 4 errors, 5 channel. As deadLetter, in the
+		// handlers' transaction.
+		this.transactionalDeadLetter = """
+				WITH moved AS (
+				    UPDATE %s.message m
+				       SET queue = CASE WHEN d.park THEN m.queue ELSE d.dlq END,
+				           attempts = CASE WHEN d.park THEN d.attempts ELSE 0 END,
+				           visible_at = CASE WHEN d.park THEN 'infinity' ELSE now() END,
+				           last_error = d.error, claim_open = false,
+				           deduplication_key = CASE WHEN d.park THEN m.deduplication_key END,
+				           group_key = CASE WHEN d.park THEN m.group_key END,
+				           headers = CASE WHEN d.park THEN m.headers ELSE m.headers || jsonb_strip_nulls(jsonb_build_object(
+				               'pgqueue-group', m.group_key)) || jsonb_build_object(
+				               'pgqueue-dead-lettered-from', m.queue,
+				               'pgqueue-dead-lettered-attempts', d.attempts::text) END
+				      FROM (SELECT n.id, n.attempts, n.dlq, n.error,
+				                   jsonb_exists(o.headers, 'pgqueue-dead-lettered-from') OR n.dlq = o.queue
+				              FROM unnest(?::bigint[], ?::int[], ?::text[], ?::text[]) AS n(id, attempts, dlq, error)
+				              JOIN %1$s.message o ON o.id = n.id) AS d(id, attempts, dlq, error, park)
+				     WHERE m.id = d.id
+				    RETURNING m.id, m.queue, d.park)
+				SELECT id, CASE WHEN NOT park THEN pg_notify(?, queue) END FROM moved""".formatted(s);
+
+		// 1 id, 2 queue. In the transaction that runs a suspect, whose advisory lock another session
+		// of the same poller holds: the row lock fences it from consumers that skip locked rows.
+		this.lockClaimed = "SELECT id FROM %s.message WHERE id = ? AND (queue = ?) IS TRUE FOR UPDATE".formatted(s);
+
+		// 1 id, 2 queue, 3 namespace, 4 queue, 5 namespace, 6 payload limit. Claims one suspect of a
+		// transactional queue on a session, as the session claim does, and counts what was never
+		// written: the aborted transaction's attempt (unless its claim was open, i.e. counted) and
+		// this one. Output as the session claim's.
+		this.claimSuspect = ("""
+				WITH locked AS (
+				    SELECT m.id FROM %1$s.message m
+				     WHERE m.id = ? AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
+				       AND ((m.claim_open AND m.claimed_at > pg_postmaster_start_time()) OR %1$s.locker_aborted(m.xmax))
+				       AND pg_try_advisory_lock(?, m.id::bit(32)::int4)
+				),
+				claimed AS (
+				    UPDATE %1$s.message m
+				       SET attempts = m.attempts + CASE WHEN m.claim_open THEN 1 ELSE 2 END,
+				           claim_open = true, claimed_at = now()
+				      FROM locked l
+				     WHERE m.id = l.id AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
+				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
+				              m.max_attempts, m.created_at, m.last_error
+				)
+				SELECT l.id,
+				       CASE WHEN c.id IS NULL THEN pg_advisory_unlock(?, l.id::bit(32)::int4) END,
+				""" + CLAIMED_COLUMNS.formatted("c.attempts") + """
+				  FROM locked l
+				  LEFT JOIN claimed c ON c.id = l.id
+				""" + POLICY_JOINS).formatted(s);
 
 		this.backendPid = "SELECT pg_backend_pid()";
 
@@ -368,6 +577,10 @@ public final class QueueSql {
 
 	public String sendPlain() {
 		return this.sendPlain;
+	}
+
+	public String sendDeduplicated() {
+		return this.sendDeduplicated;
 	}
 
 	public String sendBatch() {
@@ -440,6 +653,30 @@ public final class QueueSql {
 
 	public String deadLetterQueueOfDeclared() {
 		return this.deadLetterQueueOfDeclared;
+	}
+
+	public String transactionalClaim() {
+		return this.transactionalClaim;
+	}
+
+	public String transactionalAck() {
+		return this.transactionalAck;
+	}
+
+	public String transactionalRetry() {
+		return this.transactionalRetry;
+	}
+
+	public String transactionalDeadLetter() {
+		return this.transactionalDeadLetter;
+	}
+
+	public String lockClaimed() {
+		return this.lockClaimed;
+	}
+
+	public String claimSuspect() {
+		return this.claimSuspect;
 	}
 
 	/** The validated schema name. */

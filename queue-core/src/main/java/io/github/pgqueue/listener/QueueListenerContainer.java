@@ -5,12 +5,15 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Supplier;
 
-import io.github.pgqueue.PayloadConverter;
+import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ListenerMetrics;
 import io.github.pgqueue.internal.PollLoop;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
+import org.springframework.transaction.PlatformTransactionManager;
 
 /**
  * Runs one listener endpoint: {@code concurrency} poller threads, each owning a database session
@@ -25,7 +28,9 @@ public final class QueueListenerContainer {
 
 	private final Supplier<ConsumerSession> sessions;
 
-	private final PayloadConverter converter;
+	private final QueueTemplate template;
+
+	private final PlatformTransactionManager transactionManager;
 
 	private final ListenerMetrics metrics;
 
@@ -38,11 +43,12 @@ public final class QueueListenerContainer {
 	/** How long pollers still running at the shutdown timeout may take to react to the interrupt. */
 	static final Duration INTERRUPT_GRACE = Duration.ofSeconds(5);
 
-	QueueListenerContainer(QueueListenerEndpoint endpoint, Supplier<ConsumerSession> sessions,
-			PayloadConverter converter, ListenerMetrics metrics) {
+	QueueListenerContainer(QueueListenerEndpoint endpoint, Supplier<ConsumerSession> sessions, QueueTemplate template,
+			PlatformTransactionManager transactionManager, ListenerMetrics metrics) {
 		this.endpoint = endpoint;
 		this.sessions = sessions;
-		this.converter = converter;
+		this.template = template;
+		this.transactionManager = transactionManager;
 		this.metrics = metrics;
 	}
 
@@ -72,8 +78,11 @@ public final class QueueListenerContainer {
 			this.loops.clear();
 			this.threads.clear();
 			for (int i = 0; i < this.endpoint.concurrency(); i++) {
-				PollLoop loop = new PollLoop(this.endpoint, this.sessions, this.converter, this.metrics, i == 0,
-						this::wakeAll);
+				PollLoop loop = (this.endpoint.mode() == ConsumptionMode.TRANSACTIONAL)
+						? PollLoop.transactional(this.endpoint, this.template, this.transactionManager, this.sessions,
+								this.metrics, i == 0, this::wakeAll)
+						: PollLoop.session(this.endpoint, this.sessions, this.template.payloadConverter(), this.metrics,
+								i == 0, this::wakeAll);
 				Thread thread = new Thread(loop, "pgqueue-" + this.endpoint.id() + "-" + i);
 				// A handler that ignores interrupts must not keep the JVM alive once the application is closed.
 				thread.setDaemon(true);

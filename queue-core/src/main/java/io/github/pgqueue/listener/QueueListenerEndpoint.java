@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Objects;
 
 import io.github.pgqueue.AckMode;
+import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueNames;
 
 /**
@@ -20,10 +21,23 @@ import io.github.pgqueue.QueueNames;
  * @param errorHandler what decides on failures
  * @param batchSize messages claimed per statement
  * @param pollInterval the longest an idle poller waits when no notification arrives
+ * @param mode how messages are taken: session locks, or the handler's own transaction
+ * @param transactionTimeout in transactional mode, the longest one batch's transaction may take
  */
 public record QueueListenerEndpoint(String id, List<String> queues, int concurrency, AckMode ackMode,
 		boolean autoStartup, Type payloadType, QueueMessageListener listener, QueueErrorHandler errorHandler,
-		int batchSize, Duration pollInterval) {
+		int batchSize, Duration pollInterval, ConsumptionMode mode, Duration transactionTimeout) {
+
+	/** The transaction timeout unless configured otherwise. */
+	public static final Duration DEFAULT_TRANSACTION_TIMEOUT = Duration.ofSeconds(30);
+
+	/** An endpoint in session mode. */
+	public QueueListenerEndpoint(String id, List<String> queues, int concurrency, AckMode ackMode, boolean autoStartup,
+			Type payloadType, QueueMessageListener listener, QueueErrorHandler errorHandler, int batchSize,
+			Duration pollInterval) {
+		this(id, queues, concurrency, ackMode, autoStartup, payloadType, listener, errorHandler, batchSize,
+				pollInterval, ConsumptionMode.SESSION, DEFAULT_TRANSACTION_TIMEOUT);
+	}
 
 	public QueueListenerEndpoint {
 		Objects.requireNonNull(id, "Listener id must not be null");
@@ -42,6 +56,11 @@ public record QueueListenerEndpoint(String id, List<String> queues, int concurre
 		if (pollInterval == null || pollInterval.isNegative() || pollInterval.isZero()) {
 			throw new IllegalArgumentException("Listener '" + id + "': poll interval must be positive, was "
 					+ pollInterval);
+		}
+		Objects.requireNonNull(mode, "mode");
+		if (transactionTimeout == null || transactionTimeout.toMillis() < 1) {
+			throw new IllegalArgumentException("Listener '" + id + "': transaction timeout must be positive, was "
+					+ transactionTimeout);
 		}
 		Objects.requireNonNull(ackMode, "ackMode");
 		Objects.requireNonNull(payloadType, "payloadType");

@@ -10,12 +10,15 @@ import java.util.function.Supplier;
 
 import javax.sql.DataSource;
 
+import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ListenerMetrics;
 import io.github.pgqueue.internal.NotifyListener;
 
 import org.springframework.context.SmartLifecycle;
+import org.springframework.jdbc.support.JdbcTransactionManager;
+import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.util.Assert;
 
 /**
@@ -42,6 +45,8 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 	private final Duration shutdownTimeout;
 
 	private final ListenerMetrics metrics;
+
+	private PlatformTransactionManager transactionManager;
 
 	private volatile NotifyListener notifyListener;
 
@@ -71,13 +76,31 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		Assert.state(!this.containers.containsKey(endpoint.id()), () -> "Another @QueueListener already has id '"
 				+ endpoint.id() + "'; give each listener a unique id");
 		Supplier<ConsumerSession> sessions = () -> this.template.openSession(this.consumerDataSource);
-		QueueListenerContainer container = new QueueListenerContainer(endpoint, sessions,
-				this.template.payloadConverter(), this.metrics);
+		PlatformTransactionManager transactions = (endpoint.mode() == ConsumptionMode.TRANSACTIONAL)
+				? transactionManager() : null;
+		QueueListenerContainer container = new QueueListenerContainer(endpoint, sessions, this.template, transactions,
+				this.metrics);
 		this.containers.put(endpoint.id(), container);
 		if (this.running && endpoint.autoStartup()) {
 			startNotifications();
 			container.start();
 		}
+	}
+
+	/**
+	 * The transaction manager whose transactions run transactional listeners; it must manage the
+	 * template's DataSource (so that handlers' writes through {@code JdbcTemplate} or JPA join the
+	 * transaction that deletes their messages). Default: a {@link JdbcTransactionManager} on it.
+	 */
+	public synchronized void setTransactionManager(PlatformTransactionManager transactionManager) {
+		this.transactionManager = transactionManager;
+	}
+
+	private PlatformTransactionManager transactionManager() {
+		if (this.transactionManager == null) {
+			this.transactionManager = new JdbcTransactionManager(this.template.dataSource());
+		}
+		return this.transactionManager;
 	}
 
 	/** The container of listener {@code id}, or null. */

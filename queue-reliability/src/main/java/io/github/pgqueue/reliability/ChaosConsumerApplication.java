@@ -17,6 +17,7 @@ import org.springframework.boot.context.event.ApplicationReadyEvent;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.ApplicationListener;
 import org.springframework.context.annotation.Bean;
+import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
  * The consumer the reliability suite runs as separate JVMs: a plain Spring Boot application on
@@ -44,8 +45,9 @@ public class ChaosConsumerApplication {
 
 	@Bean
 	@ConditionalOnProperty(name = "chaos.listener", havingValue = "job", matchIfMissing = true)
-	JobListener jobListener(DeliveryRecorder recorder, ObjectProvider<QueueListenerEndpointRegistry> registry) {
-		return new JobListener(recorder, registry);
+	JobListener jobListener(DeliveryRecorder recorder, ObjectProvider<QueueListenerEndpointRegistry> registry,
+			JdbcTemplate jdbc, ChaosProperties properties) {
+		return new JobListener(recorder, registry, jdbc, properties.consumer());
 	}
 
 	@Bean

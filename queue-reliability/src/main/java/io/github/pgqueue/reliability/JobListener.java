@@ -8,6 +8,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * Handles {@link Job} payloads: records the delivery, works for the job's time, then injects the
@@ -30,11 +32,22 @@ public class JobListener {
 
 	private final ObjectProvider<QueueListenerEndpointRegistry> registry;
 
-	public JobListener(DeliveryRecorder recorder, ObjectProvider<QueueListenerEndpointRegistry> registry) {
+	private final JdbcTemplate jdbc;
+
+	private final String consumer;
+
+	public JobListener(DeliveryRecorder recorder, ObjectProvider<QueueListenerEndpointRegistry> registry,
+			JdbcTemplate jdbc, String consumer) {
 		this.recorder = recorder;
 		this.registry = registry;
+		this.jdbc = jdbc;
+		this.consumer = consumer;
 	}
 
+	/**
+	 * In a transactional listener (the queue's {@code mode}), also writes the job's effect in the
+	 * listener's transaction, before the fault: the suite checks each job took effect once.
+	 */
 	@QueueListener(id = "chaos", queues = "${chaos.queue}", concurrency = "${chaos.concurrency:2}")
 	public void on(QueueMessage<Job> message) throws InterruptedException {
 		while (halting) {
@@ -50,6 +63,10 @@ public class JobListener {
 		Fault fault = job.faultOrNone();
 		boolean injects = fault != Fault.NONE && (fault != Fault.TERMINATE_BEFORE_ACK || message.attempt() == 1);
 		this.recorder.record(job.key(), message, injects ? fault : null, running);
+		if (TransactionSynchronizationManager.isActualTransactionActive()) {
+			this.jdbc.update("INSERT INTO chaos.effect (key, message_id, attempt, consumer) VALUES (?, ?, ?, ?)",
+					job.key(), message.id(), message.attempt(), this.consumer);
+		}
 		if (job.workMillis() > 0) {
 			try {
 				Thread.sleep(job.workMillis());

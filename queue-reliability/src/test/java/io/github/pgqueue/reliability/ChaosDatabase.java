@@ -84,7 +84,7 @@ final class ChaosDatabase {
 	/** Empties pgqueue's tables (ids start again at 1) and the suite's. */
 	void reset() {
 		this.postgres.reset();
-		this.jdbc.execute("TRUNCATE chaos.delivery, chaos.fault, chaos.consumer");
+		this.jdbc.execute("TRUNCATE chaos.delivery, chaos.fault, chaos.consumer, chaos.effect");
 	}
 
 	/** Makes the next message id {@code id}. */

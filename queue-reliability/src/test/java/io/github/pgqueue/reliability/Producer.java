@@ -11,6 +11,7 @@ import java.util.function.LongFunction;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.SendOptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -46,12 +47,24 @@ final class Producer implements AutoCloseable {
 
 	private Thread thread;
 
+	/** The FIFO group of each key, or null for none. */
+	private LongFunction<String> groups;
+
 	Producer(ChaosDatabase database, String queue, LongFunction<Job> jobs) {
 		this.database = database;
 		this.queue = queue;
 		this.jobs = jobs;
 		this.pool = database.pool("chaos-producer", 4);
 		this.template = QueueTemplate.builder(this.pool).build();
+	}
+
+	/**
+	 * Sends each job to the FIFO group {@code groups} names for its key, one send per job, so that
+	 * the keys of a group are sent (and committed) in ascending order.
+	 */
+	Producer inGroups(LongFunction<String> groups) {
+		this.groups = groups;
+		return this;
 	}
 
 	/** Sends {@code count} jobs now, in batches. */
@@ -120,6 +133,12 @@ final class Producer implements AutoCloseable {
 		for (int i = 0; i < size; i++) {
 			batch.add(this.jobs.apply(this.nextKey.getAndIncrement()));
 		}
+		if (this.groups != null) {
+			for (Job job : batch) {
+				sendInGroup(job);
+			}
+			return;
+		}
 		while (!batch.isEmpty()) {
 			try {
 				this.messageIds.addAll(this.template.sendBatch(this.queue, batch));
@@ -131,6 +150,22 @@ final class Producer implements AutoCloseable {
 				logger.info("A send of {} jobs failed ({}); finding out which reached the database", batch.size(),
 						ex.toString());
 				batch = unsent(batch);
+			}
+		}
+	}
+
+	private void sendInGroup(Job job) {
+		List<Job> unsent = List.of(job);
+		while (!unsent.isEmpty()) {
+			try {
+				this.messageIds.add(this.template.send(this.queue, job,
+						SendOptions.builder().group(this.groups.apply(job.key())).build()));
+				this.sent.add(job.key());
+				return;
+			}
+			catch (RuntimeException ex) {
+				this.failedSends++;
+				unsent = unsent(unsent);
 			}
 		}
 	}

@@ -38,4 +38,17 @@ public @interface QueueListener {
 	/** Name of a {@link io.github.pgqueue.listener.QueueErrorHandler} bean; default retry with back-off, then dead-letter. */
 	String errorHandler() default "";
 
+	/**
+	 * How messages are taken: {@code "session"} or {@code "transactional"} (see
+	 * {@link io.github.pgqueue.ConsumptionMode}); default the {@code mode} of the listener's queues
+	 * under {@code pgqueue.queues}, which must then agree.
+	 */
+	String mode() default "";
+
+	/**
+	 * In transactional mode, the longest one batch's transaction may take, such as {@code "10s"};
+	 * default the queues' {@code transaction-timeout} (30 s unless configured).
+	 */
+	String transactionTimeout() default "";
+
 }

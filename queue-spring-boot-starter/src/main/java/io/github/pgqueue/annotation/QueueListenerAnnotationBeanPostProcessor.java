@@ -1,13 +1,16 @@
 package io.github.pgqueue.annotation;
 
 import java.lang.reflect.Method;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
+import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
@@ -23,6 +26,7 @@ import org.springframework.beans.factory.BeanFactoryUtils;
 import org.springframework.beans.factory.BeanInitializationException;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
+import org.springframework.boot.convert.DurationStyle;
 import org.springframework.core.MethodIntrospector;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.util.ReflectionUtils;
@@ -158,14 +162,59 @@ public class QueueListenerAnnotationBeanPostProcessor
 		if (!autoStartup.equals("true") && !autoStartup.equals("false")) {
 			throw new IllegalStateException(where + " has autoStartup '" + autoStartup + "'; use true or false");
 		}
+		QueueListenerDefaults.Consumption consumption = consumption(where, annotation, queues, defaults);
 		try {
 			return new QueueListenerEndpoint(id, queues, concurrency, annotation.ackMode(),
 					Boolean.parseBoolean(autoStartup), found.invoker().payloadType(), found.invoker(),
-					errorHandler(where, annotation), defaults.batchSize(), defaults.pollInterval());
+					errorHandler(where, annotation), defaults.batchSize(), defaults.pollInterval(),
+					consumption.mode(), consumption.transactionTimeout());
 		}
 		catch (IllegalArgumentException ex) {
 			throw new IllegalStateException(where + " is invalid: " + ex.getMessage(), ex);
 		}
+	}
+
+	/**
+	 * The mode and transaction timeout: the annotation's, else those its queues are configured
+	 * with, which must then be the same for all of them.
+	 */
+	private QueueListenerDefaults.Consumption consumption(String where, QueueListener annotation, List<String> queues,
+			QueueListenerDefaults defaults) {
+		List<QueueListenerDefaults.Consumption> configured = queues.stream().map(defaults::consumptionOf).distinct()
+			.toList();
+		ConsumptionMode mode;
+		if (StringUtils.hasText(annotation.mode())) {
+			String value = resolve(annotation.mode()).trim();
+			try {
+				mode = ConsumptionMode.valueOf(value.toUpperCase(Locale.ROOT));
+			}
+			catch (IllegalArgumentException ex) {
+				throw new IllegalStateException(where + " has mode '" + value + "'; use session or transactional");
+			}
+		}
+		else if (configured.stream().map(QueueListenerDefaults.Consumption::mode).distinct().count() > 1) {
+			throw new IllegalStateException(where + " consumes queues " + queues + " configured with different modes "
+					+ "(pgqueue.queues.<name>.mode); split it into one listener per mode, or set mode on the annotation");
+		}
+		else {
+			mode = configured.get(0).mode();
+		}
+		Duration timeout;
+		if (StringUtils.hasText(annotation.transactionTimeout())) {
+			String value = resolve(annotation.transactionTimeout()).trim();
+			try {
+				timeout = DurationStyle.detectAndParse(value);
+			}
+			catch (IllegalArgumentException ex) {
+				throw new IllegalStateException(where + " has transactionTimeout '" + value
+						+ "'; use a duration such as 10s or 500ms");
+			}
+		}
+		else {
+			timeout = configured.stream().map(QueueListenerDefaults.Consumption::transactionTimeout)
+				.min(Duration::compareTo).orElseThrow();
+		}
+		return new QueueListenerDefaults.Consumption(mode, timeout);
 	}
 
 	private QueueErrorHandler errorHandler(String where, QueueListener annotation) {

@@ -1,8 +1,12 @@
 package io.github.pgqueue.annotation;
 
 import java.time.Duration;
+import java.util.Map;
 import java.util.Set;
 import java.util.function.Supplier;
+
+import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.listener.QueueListenerEndpoint;
 
 /**
  * What {@link QueueListener} methods get when the annotation leaves a setting out, and which
@@ -11,7 +15,24 @@ import java.util.function.Supplier;
  * @param batchSize messages claimed per statement
  * @param pollInterval the longest an idle poller waits without a notification
  * @param knownQueues the queues listeners may name, read once at startup
+ * @param queues how each configured queue is consumed; a queue not in it is consumed in session
+ * mode with the default transaction timeout
  */
 public record QueueListenerDefaults(int concurrency, int batchSize, Duration pollInterval,
-		Supplier<Set<String>> knownQueues) {
+		Supplier<Set<String>> knownQueues, Map<String, Consumption> queues) {
+
+	/** How listeners consume one queue unless the annotation says otherwise. */
+	public record Consumption(ConsumptionMode mode, Duration transactionTimeout) {
+
+		/** Session mode with the default transaction timeout. */
+		public static final Consumption DEFAULT = new Consumption(ConsumptionMode.SESSION,
+				QueueListenerEndpoint.DEFAULT_TRANSACTION_TIMEOUT);
+
+	}
+
+	/** How listeners consume {@code queue}, as configured. */
+	public Consumption consumptionOf(String queue) {
+		return this.queues.getOrDefault(queue, Consumption.DEFAULT);
+	}
+
 }

@@ -1,7 +1,9 @@
 package io.github.pgqueue.boot.autoconfigure;
 
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 import javax.sql.DataSource;
@@ -17,6 +19,7 @@ import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import tools.jackson.databind.json.JsonMapper;
 
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.LazyInitializationExcludeFilter;
 import org.springframework.boot.autoconfigure.condition.AnyNestedCondition;
@@ -108,9 +111,10 @@ public final class PgQueueAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean(search = SearchStrategy.CURRENT)
 	QueueListenerEndpointRegistry pgQueueListenerEndpointRegistry(QueueTemplate queueTemplate,
-			ListenerConnections connections, PgQueueProperties properties, PgQueueSchemaInitializer schema) {
+			ListenerConnections connections, PgQueueProperties properties, PgQueueSchemaInitializer schema,
+			ObjectProvider<PlatformTransactionManager> transactionManagers) {
 		return new PgQueueListenerEndpointRegistry(queueTemplate, connections,
-				properties.getListener().getShutdownTimeout());
+				properties.getListener().getShutdownTimeout(), transactionManagers);
 	}
 
 	@Bean
@@ -118,12 +122,15 @@ public final class PgQueueAutoConfiguration {
 	QueueListenerDefaults pgQueueListenerDefaults(PgQueueProperties properties, PgQueueSchemaInitializer schema,
 			QueueTemplate queueTemplate) {
 		PgQueueProperties.Listener listener = properties.getListener();
+		Map<String, QueueListenerDefaults.Consumption> queues = new LinkedHashMap<>();
+		properties.getQueues().forEach((name, queue) -> queues.put(name,
+				new QueueListenerDefaults.Consumption(queue.getMode(), queue.getTransactionTimeout())));
 		return new QueueListenerDefaults(listener.getConcurrency(), listener.getBatchSize(),
 				listener.getPollInterval(), () -> {
 					Set<String> known = new LinkedHashSet<>(schema.knownQueues());
 					known.addAll(queueTemplate.declaredQueues());
 					return known;
-				});
+				}, queues);
 	}
 
 	@Bean

@@ -1,32 +1,80 @@
 package io.github.pgqueue.boot.autoconfigure;
 
 import java.time.Duration;
+import java.util.List;
 
+import javax.sql.DataSource;
+
+import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.support.ResourceTransactionManager;
+
 /**
  * The registry, which sizes the listeners' connections for its total concurrency before it
  * starts, and again for every endpoint registered while it runs (a lazy listener bean created
- * later), or refuses that endpoint with the numbers.
+ * later), or refuses that endpoint with the numbers. Transactional listeners run in transactions
+ * of the application's transaction manager, found when the first one registers.
  */
 final class PgQueueListenerEndpointRegistry extends QueueListenerEndpointRegistry {
 
 	private final ListenerConnections connections;
 
+	private final QueueTemplate template;
+
+	private final ObjectProvider<PlatformTransactionManager> transactionManagers;
+
+	private boolean transactionManagerChosen;
+
 	PgQueueListenerEndpointRegistry(QueueTemplate template, ListenerConnections connections,
-			Duration shutdownTimeout) {
+			Duration shutdownTimeout, ObjectProvider<PlatformTransactionManager> transactionManagers) {
 		super(template, connections.dataSource(), shutdownTimeout);
+		this.template = template;
 		this.connections = connections;
+		this.transactionManagers = transactionManagers;
 	}
 
 	@Override
 	public synchronized void registerListenerEndpoint(QueueListenerEndpoint endpoint) {
+		if (endpoint.mode() == ConsumptionMode.TRANSACTIONAL && !this.transactionManagerChosen) {
+			chooseTransactionManager(endpoint);
+		}
 		if (isRunning() && endpoint.autoStartup()) {
 			this.connections.prepare(totalConcurrency() + endpoint.concurrency());
 		}
 		super.registerListenerEndpoint(endpoint);
+	}
+
+	/**
+	 * The single or primary transaction manager, which must manage pgqueue's DataSource; without
+	 * any, the core's default (a JDBC transaction manager on that DataSource).
+	 */
+	private void chooseTransactionManager(QueueListenerEndpoint endpoint) {
+		PlatformTransactionManager manager = this.transactionManagers.getIfUnique();
+		if (manager == null) {
+			List<PlatformTransactionManager> all = this.transactionManagers.stream().toList();
+			if (!all.isEmpty()) {
+				throw new IllegalStateException("Listener '" + endpoint.id() + "' is transactional, but the application "
+						+ "has " + all.size() + " PlatformTransactionManager beans and none is @Primary; mark the one "
+						+ "that manages pgqueue's DataSource @Primary");
+			}
+		}
+		else {
+			DataSource queueDataSource = this.template.dataSource();
+			if (manager instanceof ResourceTransactionManager resource
+					&& resource.getResourceFactory() instanceof DataSource managed && managed != queueDataSource) {
+				throw new IllegalStateException("Listener '" + endpoint.id() + "' is transactional, but the "
+						+ "transaction manager " + manager.getClass().getSimpleName() + " manages another DataSource "
+						+ "than pgqueue's; a handler's writes and its message's removal would commit apart. Make the "
+						+ "primary transaction manager manage pgqueue's DataSource, or use session mode");
+			}
+			setTransactionManager(manager);
+		}
+		this.transactionManagerChosen = true;
 	}
 
 	@Override

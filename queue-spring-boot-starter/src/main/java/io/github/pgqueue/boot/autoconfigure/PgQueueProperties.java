@@ -6,9 +6,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.ExchangeDefinition;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.listener.QueueListenerEndpoint;
 
 import org.springframework.util.unit.DataSize;
 
@@ -156,8 +158,14 @@ public class PgQueueProperties {
 	/** One queue's policy. */
 	public static class Queue {
 
-		/** How messages are consumed; only session is available in this version. */
-		private Mode mode = Mode.SESSION;
+		/**
+		 * How listeners take messages from the queue: session (advisory lock, handler outside any
+		 * transaction) or transactional (the handler's writes and the message's removal commit together).
+		 */
+		private ConsumptionMode mode = ConsumptionMode.SESSION;
+
+		/** In transactional mode, the longest one batch's transaction may take before it is rolled back. */
+		private Duration transactionTimeout = QueueListenerEndpoint.DEFAULT_TRANSACTION_TIMEOUT;
 
 		/** Deliveries before a message is dead-lettered. */
 		private int maxAttempts = QueueDefinition.DEFAULT_MAX_ATTEMPTS;
@@ -168,12 +176,20 @@ public class PgQueueProperties {
 		/** Where exhausted messages go; by default the queue's name followed by ".dlq". */
 		private String deadLetterQueue;
 
-		public Mode getMode() {
+		public ConsumptionMode getMode() {
 			return this.mode;
 		}
 
-		public void setMode(Mode mode) {
+		public void setMode(ConsumptionMode mode) {
 			this.mode = mode;
+		}
+
+		public Duration getTransactionTimeout() {
+			return this.transactionTimeout;
+		}
+
+		public void setTransactionTimeout(Duration transactionTimeout) {
+			this.transactionTimeout = transactionTimeout;
 		}
 
 		public int getMaxAttempts() {
@@ -287,17 +303,6 @@ public class PgQueueProperties {
 		public void setRoutingKey(String routingKey) {
 			this.routingKey = routingKey;
 		}
-
-	}
-
-	/** How a queue is consumed. */
-	public enum Mode {
-
-		/** Advisory lock held by the poller's session until the ack; no transaction open while handling. */
-		SESSION,
-
-		/** FOR UPDATE SKIP LOCKED in a transaction that also runs the handler (not available yet). */
-		TRANSACTIONAL
 
 	}
 

@@ -19,7 +19,7 @@ import org.springframework.core.env.Environment;
 final class PgQueuePropertiesValidator {
 
 	/** The properties of one queue under {@code pgqueue.queues.<name>}, in canonical form. */
-	private static final Set<String> QUEUE_PROPERTIES = Set.of("mode", "max-attempts", "backoff", "backoff.initial",
+	private static final Set<String> QUEUE_PROPERTIES = Set.of("mode", "transaction-timeout", "max-attempts", "backoff", "backoff.initial",
 			"backoff.multiplier", "backoff.max", "dead-letter-queue");
 
 	private static final ConfigurationPropertyName QUEUES = ConfigurationPropertyName.of("pgqueue.queues");
@@ -57,7 +57,7 @@ final class PgQueuePropertiesValidator {
 							+ rest.substring(0, rest.length() - known.length() - 1) + "]." + known)
 					.orElse("");
 				throw new InvalidConfigurationPropertyValueException(name.toString(), "(set)", "'" + rest
-						+ "' is not a property of queue '" + queue + "' (mode, max-attempts, backoff.initial, "
+						+ "' is not a property of queue '" + queue + "' (mode, transaction-timeout, max-attempts, backoff.initial, "
 						+ "backoff.multiplier, backoff.max, dead-letter-queue)" + hint);
 			});
 		}
@@ -135,9 +135,9 @@ final class PgQueuePropertiesValidator {
 		catch (IllegalArgumentException ex) {
 			throw new InvalidConfigurationPropertyValueException(prefix, name, ex.getMessage());
 		}
-		if (queue.getMode() == PgQueueProperties.Mode.TRANSACTIONAL) {
-			throw new InvalidConfigurationPropertyValueException(prefix + ".mode", "transactional",
-					"This version of pgqueue supports only 'session' mode; remove the setting or use 'session'");
+		if (queue.getTransactionTimeout() == null || queue.getTransactionTimeout().toMillis() < 1) {
+			throw new InvalidConfigurationPropertyValueException(prefix + ".transaction-timeout",
+					queue.getTransactionTimeout(), "Use a positive duration, such as 30s");
 		}
 		if (queue.getMaxAttempts() < 1) {
 			throw new InvalidConfigurationPropertyValueException(prefix + ".max-attempts", queue.getMaxAttempts(),

@@ -146,8 +146,10 @@ class PgQueueAutoConfigurationTests {
 			.contains("pgqueue.schema"));
 		this.runner.withPropertyValues("pgqueue.queues[bad name].max-attempts=2").run((context) -> assertThat(failureMessages(context))
 			.contains("pgqueue.queues.bad name"));
-		this.runner.withPropertyValues("pgqueue.queues.emails.mode=transactional").run((context) -> assertThat(failureMessages(context))
+		this.runner.withPropertyValues("pgqueue.queues.emails.mode=exactly-once").run((context) -> assertThat(failureMessages(context))
 			.contains("pgqueue.queues.emails.mode"));
+		this.runner.withPropertyValues("pgqueue.queues.emails.transaction-timeout=0s").run((context) -> assertThat(failureMessages(context))
+			.contains("pgqueue.queues.emails.transaction-timeout"));
 	}
 
 	static class Listeners {

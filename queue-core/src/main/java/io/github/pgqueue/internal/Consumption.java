@@ -1,0 +1,33 @@
+package io.github.pgqueue.internal;
+
+import java.time.Duration;
+
+/**
+ * How a poller takes messages from a queue and completes them: one of the two consumption modes.
+ * Owned by one poller thread; holds its database resources between polls.
+ */
+interface Consumption extends AutoCloseable {
+
+	/**
+	 * Claims a batch from {@code queue}, hands each message to the listener and completes the
+	 * batch. With {@code mayTakeSuspects}, messages whose consumer died may be claimed (each alone).
+	 * Rethrows a {@link VirtualMachineError} of a handler, as {@link HandlerFatalError}, once the batch
+	 * is completed.
+	 */
+	Polled poll(String queue, boolean mayTakeSuspects);
+
+	/** Releases what is held and the connections. */
+	@Override
+	void close();
+
+	/**
+	 * What one poll found.
+	 * @param handled messages handed to the listener
+	 * @param fullBatch whether the claim was full, so that siblings should poll too
+	 * @param nextVisibleIn when nothing was found, how long until the next delayed message is due
+	 */
+	record Polled(int handled, boolean fullBatch, Duration nextVisibleIn) {
+
+	}
+
+}

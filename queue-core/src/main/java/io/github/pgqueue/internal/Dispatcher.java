@@ -1,0 +1,243 @@
+package io.github.pgqueue.internal;
+
+import java.time.Duration;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import io.github.pgqueue.AckMode;
+import io.github.pgqueue.Acknowledgment;
+import io.github.pgqueue.PayloadConversionException;
+import io.github.pgqueue.PayloadConverter;
+import io.github.pgqueue.QueueMessage;
+import io.github.pgqueue.listener.DefaultQueueErrorHandler;
+import io.github.pgqueue.listener.FailureAction;
+import io.github.pgqueue.listener.QueueListenerEndpoint;
+import io.micrometer.core.instrument.Timer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Hands one claimed message to a listener and decides how it ends, the same in both modes:
+ * whatever the message does (throw an {@code Error}, break its converter or the error handler) is
+ * that message's failure alone, decided by the error handler (or the default policy if that one
+ * fails); a payload that cannot be read is dead-lettered; a handler interrupted by the stop gives
+ * its message back with its attempt.
+ */
+final class Dispatcher {
+
+	private static final Logger logger = LoggerFactory.getLogger(Dispatcher.class);
+
+	private static final DefaultQueueErrorHandler DEFAULT_ERROR_HANDLER = new DefaultQueueErrorHandler();
+
+	private final QueueListenerEndpoint endpoint;
+
+	private final PayloadConverter converter;
+
+	private final BooleanSupplier running;
+
+	Dispatcher(QueueListenerEndpoint endpoint, PayloadConverter converter, BooleanSupplier running) {
+		this.endpoint = endpoint;
+		this.converter = converter;
+		this.running = running;
+	}
+
+	String listenerId() {
+		return this.endpoint.id();
+	}
+
+	/** Delivers {@code message} and returns how it ends; never throws. */
+	Delivery deliver(ClaimedMessage message, Timer timer) {
+		Delivery delivery = new Delivery(message);
+		QueueMessage<Object> converted;
+		try {
+			converted = convert(message);
+		}
+		catch (PayloadConversionException ex) {
+			logger.warn("Listener '{}': message {} of queue '{}' cannot be converted; dead-lettering it: {}",
+					this.endpoint.id(), message.id(), message.queue(), ex.getMessage());
+			delivery.deadLetter(ex.getMessage());
+			return delivery;
+		}
+		catch (Throwable ex) {
+			// Not the payload's fault as far as anyone can tell: a failed attempt, retried.
+			fail(unread(message), message, ex, delivery);
+			delivery.fatal = (ex instanceof VirtualMachineError error) ? error : null;
+			return delivery;
+		}
+		long started = System.nanoTime();
+		try {
+			this.endpoint.listener().onMessage(converted, delivery);
+			if (delivery.completion == null) {
+				if (this.endpoint.ackMode() == AckMode.AUTO) {
+					delivery.completion = Completion.ACK;
+				}
+				else {
+					fail(converted, message, new IllegalStateException("Listener returned without calling ack(), "
+							+ "nack() or reject() (ackMode = MANUAL)"), delivery);
+				}
+			}
+		}
+		catch (Throwable ex) {
+			delivery.thrown = true;
+			if (delivery.completion == null) {
+				if (interruptedByStop(ex)) {
+					// The stop's doing, not the message's: it goes back with its attempt.
+					logger.info("Listener '{}': handler of message {} was interrupted by the stop; giving the "
+							+ "message back", this.endpoint.id(), message.id());
+					delivery.completion = Completion.GIVE_BACK;
+				}
+				else {
+					fail(converted, message, ex, delivery);
+				}
+			}
+			if (ex instanceof VirtualMachineError error) {
+				delivery.fatal = error;
+			}
+		}
+		finally {
+			timer.record(System.nanoTime() - started, TimeUnit.NANOSECONDS);
+		}
+		return delivery;
+	}
+
+	/**
+	 * Whether a handler failed because the container interrupted it to stop: the poller was asked
+	 * to stop and the thread is interrupted, or an interruption is among the causes.
+	 */
+	private boolean interruptedByStop(Throwable ex) {
+		if (this.running.getAsBoolean()) {
+			return false;
+		}
+		if (Thread.currentThread().isInterrupted()) {
+			return true;
+		}
+		for (Throwable cause = ex; cause != null; cause = cause.getCause()) {
+			if (cause instanceof InterruptedException || cause instanceof java.io.InterruptedIOException
+					|| cause instanceof java.nio.channels.ClosedByInterruptException) {
+				return true;
+			}
+		}
+		return false;
+	}
+
+	/** The message as the error handler sees it when its payload could not be read. */
+	private static QueueMessage<Object> unread(ClaimedMessage message) {
+		return new QueueMessage<>(message.id(), message.queue(), null, Headers.read(message.headersJson()),
+				message.priority(), message.attempt(), message.maxAttempts(), message.createdAt());
+	}
+
+	/** Fails the attempt as the error handler says: a retry after a delay, or the dead-letter queue. */
+	void fail(QueueMessage<Object> converted, ClaimedMessage message, Throwable error, Delivery delivery) {
+		FailureAction action;
+		try {
+			action = this.endpoint.errorHandler().handle(converted, error, message.backoff());
+			if (action == null) {
+				logger.error("Error handler of listener '{}' returned no action for message {}; applying the default "
+						+ "(retry with the queue's back-off, dead-letter on the last attempt)", this.endpoint.id(),
+						message.id());
+				action = DEFAULT_ERROR_HANDLER.handle(converted, error, message.backoff());
+			}
+		}
+		catch (Throwable handlerFailure) {
+			logger.error("Error handler of listener '{}' failed on message {}; applying the default (retry with the "
+					+ "queue's back-off, dead-letter on the last attempt)", this.endpoint.id(), message.id(),
+					handlerFailure);
+			action = DEFAULT_ERROR_HANDLER.handle(converted, error, message.backoff());
+		}
+		if (action.isRetry()) {
+			logger.warn("Listener '{}' failed on message {} of queue '{}' (attempt {} of {}); retrying in {} ms: {}",
+					this.endpoint.id(), message.id(), message.queue(), message.attempt(), message.maxAttempts(),
+					action.retryDelay().toMillis(), DefaultQueueErrorHandler.describe(error));
+			logger.debug("Failure of message {} in listener '{}'", message.id(), this.endpoint.id(), error);
+			delivery.retry(action.retryDelay(), DefaultQueueErrorHandler.describe(error));
+		}
+		else {
+			logger.warn("Listener '{}' failed on message {} of queue '{}' (attempt {} of {}); dead-lettering it: {}",
+					this.endpoint.id(), message.id(), message.queue(), message.attempt(), message.maxAttempts(),
+					action.deadLetterReason(), error);
+			delivery.deadLetter(action.deadLetterReason());
+		}
+	}
+
+	/** Fails {@code message} without a handler having thrown (a transaction that timed out, say). */
+	Delivery failed(ClaimedMessage message, Throwable error) {
+		Delivery delivery = new Delivery(message);
+		fail(unread(message), message, error, delivery);
+		return delivery;
+	}
+
+	private QueueMessage<Object> convert(ClaimedMessage message) {
+		Object payload = this.converter.read(message.payloadJson(), this.endpoint.payloadType());
+		return new QueueMessage<>(message.id(), message.queue(), payload, Headers.read(message.headersJson()),
+				message.priority(), message.attempt(), message.maxAttempts(), message.createdAt());
+	}
+
+	/** How one delivered message ends. */
+	enum Completion {
+
+		ACK, RETRY, DEAD_LETTER,
+
+		/** Released with its attempt given back: the handler was interrupted by the stop. */
+		GIVE_BACK
+
+	}
+
+	/** One delivery of a message: the one completion its handler (or its failure) chose. */
+	static final class Delivery implements Acknowledgment {
+
+		final ClaimedMessage message;
+
+		Completion completion;
+
+		Duration delay;
+
+		String error;
+
+		/** Whether the handler threw: in transactional mode its writes are rolled back. */
+		boolean thrown;
+
+		/** An error the poller rethrows once the batch is completed. */
+		VirtualMachineError fatal;
+
+		Delivery(ClaimedMessage message) {
+			this.message = message;
+		}
+
+		@Override
+		public void ack() {
+			choose(Completion.ACK);
+		}
+
+		@Override
+		public void nack(Duration delay) {
+			retry(delay, null);
+		}
+
+		@Override
+		public void reject(String reason) {
+			deadLetter("Rejected: " + reason);
+		}
+
+		void retry(Duration delay, String error) {
+			choose(Completion.RETRY);
+			this.delay = delay;
+			this.error = error;
+		}
+
+		void deadLetter(String reason) {
+			choose(Completion.DEAD_LETTER);
+			this.error = reason;
+		}
+
+		private void choose(Completion completion) {
+			if (this.completion != null) {
+				throw new IllegalStateException("Message " + this.message.id() + " was already completed ("
+						+ this.completion.name().toLowerCase(Locale.ROOT) + ")");
+			}
+			this.completion = completion;
+		}
+
+	}
+
+}

@@ -1,0 +1,156 @@
+package io.github.pgqueue.internal;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+
+import io.github.pgqueue.LeaseLostException;
+import io.github.pgqueue.internal.Dispatcher.Delivery;
+import io.github.pgqueue.internal.ListenerMetrics.Outcome;
+import io.micrometer.core.instrument.Timer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Session mode: a consumer session claims a batch with advisory locks (the attempt written at
+ * claim), the listener handles each message outside any transaction, then the batch is completed
+ * in at most four statements (ack, retry, dead-letter, release).
+ */
+final class SessionConsumption implements Consumption {
+
+	private static final Logger logger = LoggerFactory.getLogger(SessionConsumption.class);
+
+	private final Dispatcher dispatcher;
+
+	private final Supplier<ConsumerSession> sessions;
+
+	private final ListenerMetrics metrics;
+
+	private final int batchSize;
+
+	private final BooleanSupplier running;
+
+	private ConsumerSession session;
+
+	SessionConsumption(Dispatcher dispatcher, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
+			int batchSize, BooleanSupplier running) {
+		this.dispatcher = dispatcher;
+		this.sessions = sessions;
+		this.metrics = metrics;
+		this.batchSize = batchSize;
+		this.running = running;
+	}
+
+	@Override
+	public Polled poll(String queue, boolean mayTakeSuspects) {
+		if (this.session == null) {
+			this.session = this.sessions.get();
+		}
+		ConsumerSession.Claim claim = this.session.claim(queue, this.batchSize, mayTakeSuspects);
+		this.metrics.processed(queue, Outcome.DEAD, claim.deadLettered());
+		if (claim.messages().isEmpty()) {
+			return new Polled(0, false, claim.nextVisibleIn());
+		}
+		dispatch(queue, claim.messages());
+		return new Polled(claim.messages().size(), claim.messages().size() == this.batchSize, null);
+	}
+
+	/**
+	 * Hands each message to the listener and completes the batch: the messages handled before a
+	 * failure are acked, the ones after it are handed on or, when the poller must stop, given back
+	 * with their attempt. A {@link VirtualMachineError} is rethrown (as {@link HandlerFatalError}) once
+	 * the batch is completed.
+	 */
+	private void dispatch(String queue, List<ClaimedMessage> messages) {
+		Batch batch = new Batch();
+		Timer timer = this.metrics.timer(queue);
+		VirtualMachineError fatal = null;
+		for (ClaimedMessage message : messages) {
+			if (fatal != null || !this.running.getAsBoolean() || Thread.currentThread().isInterrupted()) {
+				batch.unseen.add(message.id());
+				continue;
+			}
+			if (batch.size() > 0 && !this.session.checkAlive()) {
+				// The locks went with the session: another consumer may hold these messages now.
+				logger.warn("Listener '{}' lost its database session during a batch of queue '{}'; the {} messages "
+						+ "not yet handled are left to other consumers and {} handled ones will be delivered again",
+						this.dispatcher.listenerId(), queue, messages.size() - batch.size(), batch.size());
+				throw new LeaseLostException("Session of listener '" + this.dispatcher.listenerId()
+						+ "' ended during a batch");
+			}
+			Delivery delivery = this.dispatcher.deliver(message, timer);
+			batch.add(delivery);
+			fatal = delivery.fatal;
+		}
+		boolean interrupted = Thread.interrupted();
+		try {
+			complete(queue, batch);
+		}
+		finally {
+			if (interrupted) {
+				Thread.currentThread().interrupt();
+			}
+		}
+		if (fatal != null) {
+			throw new HandlerFatalError(fatal);
+		}
+	}
+
+	private void complete(String queue, Batch batch) {
+		try {
+			this.session.ack(batch.acks);
+			this.session.retry(batch.retries);
+			this.session.deadLetter(batch.deadLetters);
+			this.session.release(batch.unseen, true);
+			this.metrics.processed(queue, Outcome.SUCCESS, batch.acks.size());
+			this.metrics.processed(queue, Outcome.RETRY, batch.retries.size());
+			this.metrics.processed(queue, Outcome.DEAD, batch.deadLetters.size());
+		}
+		catch (LeaseLostException ex) {
+			logger.warn("Listener '{}' lost its database session before completing {} messages of queue '{}'; "
+					+ "they will be delivered again", this.dispatcher.listenerId(), batch.size(), queue);
+			throw ex;
+		}
+	}
+
+	@Override
+	public void close() {
+		if (this.session != null) {
+			try {
+				this.session.close();
+			}
+			finally {
+				this.session = null;
+			}
+		}
+	}
+
+	private static final class Batch {
+
+		final List<Long> acks = new ArrayList<>();
+
+		final List<ConsumerSession.Retry> retries = new ArrayList<>();
+
+		final List<ConsumerSession.DeadLetter> deadLetters = new ArrayList<>();
+
+		/** Not handled (never handed over, or interrupted by the stop): released, attempt given back. */
+		final List<Long> unseen = new ArrayList<>();
+
+		void add(Delivery delivery) {
+			long id = delivery.message.id();
+			switch (delivery.completion) {
+				case ACK -> this.acks.add(id);
+				case RETRY -> this.retries.add(new ConsumerSession.Retry(id, delivery.delay, delivery.error));
+				case DEAD_LETTER -> this.deadLetters.add(ConsumerSession.DeadLetter.of(delivery.message, delivery.error));
+				case GIVE_BACK -> this.unseen.add(id);
+			}
+		}
+
+		int size() {
+			return this.acks.size() + this.retries.size() + this.deadLetters.size() + this.unseen.size();
+		}
+
+	}
+
+}

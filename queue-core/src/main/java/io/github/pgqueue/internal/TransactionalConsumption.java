@@ -1,0 +1,453 @@
+package io.github.pgqueue.internal;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Savepoint;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+
+import javax.sql.DataSource;
+
+import io.github.pgqueue.QueueException;
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.internal.Dispatcher.Completion;
+import io.github.pgqueue.internal.Dispatcher.Delivery;
+import io.github.pgqueue.internal.ListenerMetrics.Outcome;
+import io.github.pgqueue.listener.QueueListenerEndpoint;
+import io.micrometer.core.instrument.Timer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import org.springframework.jdbc.datasource.DataSourceUtils;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.TransactionStatus;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * Transactional mode (the advisory-lock-free queue of the SKIP LOCKED articles): one transaction of
+ * the application's transaction manager claims a batch with {@code FOR UPDATE SKIP LOCKED}, runs
+ * each handler under a savepoint, and deletes, retries or dead-letters the messages, so that a
+ * handler's own writes and its message's removal commit together. Nothing is written before the
+ * handlers run: one commit per batch.
+ * <p>
+ * A handler that throws is rolled back to its savepoint and its attempt written in the same
+ * transaction; its neighbours are not touched. A consumer that dies leaves no write at all, only
+ * its aborted transaction in the rows' lock marker ({@code xmax}); a later claim sees that, skips
+ * the message, and hands it to {@link ConsumerSession#claimSuspect}, which writes the lost attempt
+ * (so a message that kills its consumer still reaches its dead-letter queue) and holds it with a
+ * session lock while it runs alone here. A transaction that outlives its timeout is rolled back to
+ * before the first handler, and every message it handled fails that attempt.
+ */
+final class TransactionalConsumption implements Consumption {
+
+	private static final Logger logger = LoggerFactory.getLogger(TransactionalConsumption.class);
+
+	private final Dispatcher dispatcher;
+
+	private final QueueSql sql;
+
+	private final DataSource dataSource;
+
+	private final TransactionTemplate transactions;
+
+	private final Supplier<ConsumerSession> sessions;
+
+	private final ListenerMetrics metrics;
+
+	private final int batchSize;
+
+	private final int namespace;
+
+	private final int maxPayloadBytes;
+
+	private final Duration timeout;
+
+	private final BooleanSupplier running;
+
+	/** The session that counts and holds suspects; opened at the first one. */
+	private ConsumerSession session;
+
+	TransactionalConsumption(Dispatcher dispatcher, QueueTemplate template, PlatformTransactionManager transactionManager,
+			Supplier<ConsumerSession> sessions, ListenerMetrics metrics, QueueListenerEndpoint endpoint,
+			BooleanSupplier running) {
+		this.dispatcher = dispatcher;
+		this.sql = template.sql();
+		this.dataSource = template.dataSource();
+		this.namespace = template.lockNamespace();
+		this.maxPayloadBytes = template.maxPayloadBytes();
+		this.sessions = sessions;
+		this.metrics = metrics;
+		this.batchSize = endpoint.batchSize();
+		this.timeout = endpoint.transactionTimeout();
+		this.running = running;
+		this.transactions = new TransactionTemplate(transactionManager);
+		this.transactions.setName("pgqueue-" + endpoint.id());
+		this.transactions.setTimeout((int) Math.max(1, (this.timeout.toMillis() + 999) / 1000));
+	}
+
+	@Override
+	public Polled poll(String queue, boolean mayTakeSuspects) {
+		Timer timer = this.metrics.timer(queue);
+		Batch batch = this.transactions.execute((status) -> runBatch(queue, status, timer));
+		batch.counted(this.metrics, queue);
+		if (batch.fatal != null) {
+			throw new HandlerFatalError(batch.fatal);
+		}
+		int handled = batch.handled;
+		if (mayTakeSuspects) {
+			for (long id : batch.suspects) {
+				if (!this.running.getAsBoolean()) {
+					break;
+				}
+				handled += runSuspect(queue, id, timer);
+			}
+		}
+		return new Polled(handled, batch.claimed == this.batchSize, batch.nextVisibleIn);
+	}
+
+	private Batch runBatch(String queue, TransactionStatus status, Timer timer) {
+		long deadline = System.nanoTime() + this.timeout.toNanos();
+		Connection connection = DataSourceUtils.getConnection(this.dataSource);
+		Batch batch = claim(queue, connection);
+		Savepoint beforeHandlers = null;
+		List<Delivery> deliveries = new ArrayList<>(batch.messages.size());
+		for (ClaimedMessage message : batch.messages) {
+			String unusable = ConsumerSession.unusable(message, this.maxPayloadBytes);
+			if (unusable != null) {
+				Delivery delivery = new Delivery(message);
+				delivery.deadLetter(unusable);
+				deliveries.add(delivery);
+				continue;
+			}
+			if (batch.fatal != null || !this.running.getAsBoolean() || Thread.currentThread().isInterrupted()
+					|| System.nanoTime() - deadline > 0) {
+				continue; // unseen: its lock goes with the commit, nothing of it was written
+			}
+			Savepoint savepoint = savepoint(connection);
+			if (beforeHandlers == null) {
+				beforeHandlers = savepoint;
+			}
+			Delivery delivery = this.dispatcher.deliver(message, timer);
+			batch.handled++;
+			batch.fatal = delivery.fatal;
+			if (delivery.thrown || delivery.completion == Completion.GIVE_BACK) {
+				rollbackTo(connection, savepoint);
+			}
+			if (delivery.completion != Completion.GIVE_BACK) {
+				deliveries.add(delivery);
+			}
+		}
+		if (beforeHandlers != null) {
+			if (System.nanoTime() - deadline > 0) {
+				deliveries = timedOut(connection, beforeHandlers, deliveries);
+			}
+			topLevel(connection, beforeHandlers);
+		}
+		boolean interrupted = Thread.interrupted();
+		try {
+			complete(connection, queue, deliveries, batch);
+		}
+		finally {
+			if (interrupted) {
+				Thread.currentThread().interrupt();
+			}
+		}
+		return batch;
+	}
+
+	/**
+	 * Releases the handlers' savepoints (the first one releases the ones after it), so that the
+	 * completing statements run in the transaction itself. A row locked by a transaction and then
+	 * deleted by one of its subtransactions gets a MultiXact as its deleter, and PostgreSQL never
+	 * marks the index entries of such a row dead from a scan (only VACUUM removes them): the next
+	 * claims would walk every message deleted since the last vacuum.
+	 */
+	private static void topLevel(Connection connection, Savepoint first) {
+		try {
+			connection.releaseSavepoint(first);
+		}
+		catch (SQLException ex) {
+			throw new QueueException("Could not release the handlers' savepoints: " + ex.getMessage(), ex);
+		}
+	}
+
+	/**
+	 * A savepoint of the transaction's JDBC connection, whatever the transaction manager (JPA's
+	 * refuses Spring's nested transactions, yet exposes its connection).
+	 */
+	private static Savepoint savepoint(Connection connection) {
+		try {
+			return connection.setSavepoint();
+		}
+		catch (SQLException ex) {
+			throw new QueueException("Could not set a savepoint before a handler: " + ex.getMessage(), ex);
+		}
+	}
+
+	private static void rollbackTo(Connection connection, Savepoint savepoint) {
+		try {
+			connection.rollback(savepoint);
+		}
+		catch (SQLException ex) {
+			throw new QueueException("Could not roll a failed handler's writes back: " + ex.getMessage(), ex);
+		}
+	}
+
+	/**
+	 * The transaction outlived its timeout: everything the handlers wrote is rolled back, and every
+	 * message handed out fails this attempt (a message dead-lettered unread stays so).
+	 */
+	private List<Delivery> timedOut(Connection connection, Savepoint beforeHandlers, List<Delivery> deliveries) {
+		rollbackTo(connection, beforeHandlers);
+		QueueException error = timeoutError();
+		logger.warn("{}; failing the attempt of the {} messages it handled", error.getMessage(), deliveries.size());
+		List<Delivery> failed = new ArrayList<>(deliveries.size());
+		for (Delivery delivery : deliveries) {
+			boolean unread = delivery.completion == Completion.DEAD_LETTER && !delivery.thrown
+					&& ConsumerSession.unusable(delivery.message, this.maxPayloadBytes) != null;
+			failed.add(unread ? delivery : this.dispatcher.failed(delivery.message, error));
+		}
+		return failed;
+	}
+
+	private QueueException timeoutError() {
+		return new QueueException("The transaction of listener '" + this.dispatcher.listenerId()
+				+ "' took longer than its timeout of " + this.timeout.toMillis()
+				+ " ms; its handlers' writes were rolled back");
+	}
+
+	/** Makes a message visible again at once with the attempt it had before this one. */
+	private static Delivery giveBack(ClaimedMessage message) {
+		Delivery giveBack = new Delivery(new ClaimedMessage(message.id(), message.queue(), null, null,
+				message.priority(), message.attempt() - 1, message.createdAt(), message.maxAttempts(),
+				message.deadLetterQueue(), 0, 1, 0, null, 0));
+		giveBack.retry(Duration.ZERO, null);
+		return giveBack;
+	}
+
+	private Batch claim(String queue, Connection connection) {
+		Batch batch = new Batch();
+		try (PreparedStatement ps = connection.prepareStatement(this.sql.transactionalClaim())) {
+			ps.setString(1, queue);
+			ps.setString(2, queue);
+			ps.setString(3, queue);
+			ps.setInt(4, this.batchSize + QueueSql.CLAIM_WINDOW);
+			ps.setInt(5, this.namespace);
+			ps.setInt(6, this.batchSize);
+			ps.setString(7, queue);
+			ps.setInt(8, this.maxPayloadBytes);
+			ps.setString(9, queue);
+			try (ResultSet rs = ps.executeQuery()) {
+				while (rs.next()) {
+					if (rs.getObject(1) == null) {
+						long ms = rs.getLong(15);
+						batch.nextVisibleIn = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, ms));
+					}
+					else if (rs.getBoolean(2)) {
+						batch.suspects.add(rs.getLong(1));
+					}
+					else {
+						batch.messages.add(ConsumerSession.read(queue, rs));
+					}
+				}
+			}
+		}
+		catch (SQLException ex) {
+			throw new QueueException("Could not claim from queue '" + queue + "' in a transaction: " + ex.getMessage(),
+					ex);
+		}
+		batch.claimed = batch.messages.size();
+		return batch;
+	}
+
+	/** Deletes, retries and dead-letters the batch's messages in its transaction: at most three statements. */
+	private void complete(Connection connection, String queue, List<Delivery> deliveries, Batch batch) {
+		List<Long> acks = new ArrayList<>();
+		List<Delivery> retries = new ArrayList<>();
+		List<Delivery> deadLetters = new ArrayList<>();
+		for (Delivery delivery : deliveries) {
+			switch (delivery.completion) {
+				case ACK -> acks.add(delivery.message.id());
+				case RETRY -> retries.add(delivery);
+				case DEAD_LETTER -> deadLetters.add(delivery);
+				case GIVE_BACK -> {
+				}
+			}
+		}
+		try {
+			if (!acks.isEmpty()) {
+				try (PreparedStatement ps = connection.prepareStatement(this.sql.transactionalAck())) {
+					ps.setArray(1, connection.createArrayOf("bigint", acks.toArray()));
+					ps.setString(2, queue);
+					ps.executeQuery().close();
+				}
+			}
+			if (!retries.isEmpty()) {
+				try (PreparedStatement ps = connection.prepareStatement(this.sql.transactionalRetry())) {
+					ps.setArray(1, ids(connection, retries));
+					ps.setArray(2, attempts(connection, retries));
+					ps.setArray(3, connection.createArrayOf("bigint",
+							retries.stream().map((d) -> Math.max(0, d.delay.toMillis())).toArray()));
+					ps.setArray(4, connection.createArrayOf("text", retries.stream().map((d) -> d.error).toArray()));
+					ps.setString(5, this.sql.channel());
+					ps.executeQuery().close();
+				}
+			}
+			if (!deadLetters.isEmpty()) {
+				try (PreparedStatement ps = connection.prepareStatement(this.sql.transactionalDeadLetter())) {
+					ps.setArray(1, ids(connection, deadLetters));
+					ps.setArray(2, attempts(connection, deadLetters));
+					ps.setArray(3, connection.createArrayOf("text",
+							deadLetters.stream().map((d) -> d.message.deadLetterQueue()).toArray()));
+					ps.setArray(4, connection.createArrayOf("text", deadLetters.stream().map((d) -> d.error).toArray()));
+					ps.setString(5, this.sql.channel());
+					ps.executeQuery().close();
+				}
+			}
+		}
+		catch (SQLException ex) {
+			throw new QueueException("Could not complete " + deliveries.size() + " messages of queue '" + queue
+					+ "' in their transaction: " + ex.getMessage(), ex);
+		}
+		batch.acked = acks.size();
+		batch.retried = retries.size();
+		batch.deadLettered = deadLetters.size();
+	}
+
+	private static java.sql.Array ids(Connection connection, List<Delivery> deliveries) throws SQLException {
+		return connection.createArrayOf("bigint", deliveries.stream().map((d) -> d.message.id()).toArray());
+	}
+
+	private static java.sql.Array attempts(Connection connection, List<Delivery> deliveries) throws SQLException {
+		return connection.createArrayOf("integer", deliveries.stream().map((d) -> d.message.attempt()).toArray());
+	}
+
+	/**
+	 * Runs one message whose consumer died, alone: a session claim writes the attempt that was
+	 * lost and holds the message with its advisory lock, then a transaction locks the row, runs the
+	 * handler and completes it; the session lock goes once that has committed. How many messages
+	 * were handed to the listener (0 or 1).
+	 */
+	private int runSuspect(String queue, long id, Timer timer) {
+		if (this.session == null) {
+			this.session = this.sessions.get();
+		}
+		ConsumerSession.Claim claim = this.session.claimSuspect(queue, id);
+		this.metrics.processed(queue, Outcome.DEAD, claim.deadLettered());
+		if (claim.messages().isEmpty()) {
+			return 0;
+		}
+		ClaimedMessage message = claim.messages().get(0);
+		logger.info("Listener '{}': message {} of queue '{}' was held by a consumer that died or a transaction that "
+				+ "was rolled back; running it alone (attempt {} of {})", this.dispatcher.listenerId(), id, queue,
+				message.attempt(), message.maxAttempts());
+		Batch batch;
+		try {
+			batch = this.transactions.execute((status) -> runAlone(queue, message, status, timer));
+		}
+		catch (RuntimeException | Error ex) {
+			// Rolled back: the claim stays open with its attempt written; ending the session frees it.
+			closeSession();
+			throw ex;
+		}
+		this.session.release(List.of(message.id()));
+		batch.counted(this.metrics, queue);
+		if (batch.fatal != null) {
+			throw new HandlerFatalError(batch.fatal);
+		}
+		return batch.handled;
+	}
+
+	private Batch runAlone(String queue, ClaimedMessage message, TransactionStatus status, Timer timer) {
+		long deadline = System.nanoTime() + this.timeout.toNanos();
+		Connection connection = DataSourceUtils.getConnection(this.dataSource);
+		Batch batch = new Batch();
+		try (PreparedStatement ps = connection.prepareStatement(this.sql.lockClaimed())) {
+			ps.setLong(1, message.id());
+			ps.setString(2, queue);
+			try (ResultSet rs = ps.executeQuery()) {
+				if (!rs.next()) {
+					return batch; // deleted or moved by hand meanwhile
+				}
+			}
+		}
+		catch (SQLException ex) {
+			throw new QueueException("Could not lock message " + message.id() + " of queue '" + queue + "': "
+					+ ex.getMessage(), ex);
+		}
+		Savepoint savepoint = savepoint(connection);
+		Delivery delivery = this.dispatcher.deliver(message, timer);
+		batch.handled = 1;
+		batch.fatal = delivery.fatal;
+		boolean late = System.nanoTime() - deadline > 0;
+		if (delivery.thrown || delivery.completion == Completion.GIVE_BACK) {
+			rollbackTo(connection, savepoint);
+		}
+		List<Delivery> deliveries = List.of(delivery);
+		if (late) {
+			deliveries = timedOut(connection, savepoint, deliveries);
+		}
+		topLevel(connection, savepoint);
+		if (delivery.completion == Completion.GIVE_BACK) {
+			// Its attempt was written by the claim: give it back, as a stopping session poller does.
+			deliveries = List.of(giveBack(message));
+		}
+		complete(connection, queue, deliveries, batch);
+		if (delivery.completion == Completion.GIVE_BACK) {
+			batch.retried = 0;
+		}
+		return batch;
+	}
+
+	private void closeSession() {
+		if (this.session != null) {
+			try {
+				this.session.close();
+			}
+			finally {
+				this.session = null;
+			}
+		}
+	}
+
+	@Override
+	public void close() {
+		closeSession();
+	}
+
+	/** One transaction's claim and what became of it. */
+	private static final class Batch {
+
+		final List<ClaimedMessage> messages = new ArrayList<>();
+
+		final List<Long> suspects = new ArrayList<>();
+
+		Duration nextVisibleIn;
+
+		int claimed;
+
+		int handled;
+
+		int acked;
+
+		int retried;
+
+		int deadLettered;
+
+		VirtualMachineError fatal;
+
+		/** Counts the outcomes once the transaction has committed. */
+		void counted(ListenerMetrics metrics, String queue) {
+			metrics.processed(queue, Outcome.SUCCESS, this.acked);
+			metrics.processed(queue, Outcome.RETRY, this.retried);
+			metrics.processed(queue, Outcome.DEAD, this.deadLettered);
+		}
+
+	}
+
+}

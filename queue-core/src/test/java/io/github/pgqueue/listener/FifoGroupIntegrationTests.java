@@ -1,0 +1,205 @@
+package io.github.pgqueue.listener;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.pgqueue.AckMode;
+import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueDefinition;
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.SendOptions;
+import io.github.pgqueue.internal.ConsumerSession;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.PostgresExtension;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * FIFO groups under concurrent producers and consumers, in both modes: one message of a group in
+ * flight at a time, in send order; a failing message holds up only its own group.
+ */
+@ExtendWith(PostgresExtension.class)
+class FifoGroupIntegrationTests {
+
+	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
+
+	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
+
+	private final HikariDataSource app = this.postgres.pool("fifo-app", 16);
+
+	private final HikariDataSource consumerPool = this.postgres.pool("fifo-consumers", 16);
+
+	private final QueueTemplate template = QueueTemplate.builder(this.app).build();
+
+	private QueueListenerEndpointRegistry registry;
+
+	@AfterEach
+	void stop() {
+		if (this.registry != null) {
+			this.registry.stop();
+		}
+		this.consumerPool.close();
+		this.app.close();
+	}
+
+	/** A message of the test: who sent it, its number among that producer's sends to the group. */
+	record Step(int producer, String group, int n) {
+	}
+
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void eachGroupIsHandledOneAtATimeInSendOrderWhileGroupsRunInParallel(ConsumptionMode mode) throws Exception {
+		String queue = "fifo-" + mode.name().toLowerCase(java.util.Locale.ROOT);
+		int groups = 20;
+		int perProducer = 10;
+		int producers = 3;
+		ExecutorService senders = Executors.newFixedThreadPool(producers);
+		List<Future<?>> sent = new ArrayList<>();
+		for (int p = 0; p < producers; p++) {
+			int producer = p;
+			sent.add(senders.submit(() -> {
+				for (int n = 0; n < perProducer; n++) {
+					for (int g = 0; g < groups; g++) {
+						this.template.send(queue, new Step(producer, "g" + g, n),
+								SendOptions.builder().group("g" + g).priority((n + g) % 3).build());
+					}
+					this.template.send(queue, new Step(producer, "none", n));
+				}
+			}));
+		}
+		Map<String, AtomicInteger> inFlight = new ConcurrentHashMap<>();
+		Map<String, List<Long>> order = new ConcurrentHashMap<>();
+		Map<String, List<Step>> steps = new ConcurrentHashMap<>();
+		AtomicInteger overlaps = new AtomicInteger();
+		AtomicInteger handled = new AtomicInteger();
+		QueueMessageListener listener = (message, ack) -> {
+			Step step = (Step) message.payload();
+			handled.incrementAndGet();
+			if (step.group().equals("none")) {
+				return;
+			}
+			if (inFlight.computeIfAbsent(step.group(), (k) -> new AtomicInteger()).incrementAndGet() > 1) {
+				overlaps.incrementAndGet();
+			}
+			order.computeIfAbsent(step.group(), (k) -> new CopyOnWriteArrayList<>()).add(message.id());
+			steps.computeIfAbsent(step.group(), (k) -> new CopyOnWriteArrayList<>()).add(step);
+			Thread.sleep(1);
+			inFlight.get(step.group()).decrementAndGet();
+		};
+		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		for (String id : List.of("a", "b")) {
+			this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue + "-" + id, List.of(queue), 4,
+					AckMode.AUTO, true, Step.class, listener, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50),
+					mode, Duration.ofSeconds(30)));
+		}
+		this.registry.start();
+		for (Future<?> future : sent) {
+			future.get(60, TimeUnit.SECONDS);
+		}
+		senders.shutdown();
+		int total = producers * perProducer * (groups + 1);
+		await().atMost(Duration.ofSeconds(60)).until(() -> handled.get() >= total && count(queue) == 0);
+
+		assertThat(handled.get()).as("each message once").isEqualTo(total);
+		assertThat(overlaps.get()).as("two messages of one group in flight at once").isZero();
+		for (int g = 0; g < groups; g++) {
+			List<Long> ids = order.get("g" + g);
+			assertThat(ids).as("group g%d in id order", g).hasSize(producers * perProducer).isSorted();
+			for (int p = 0; p < producers; p++) {
+				int producer = p;
+				assertThat(steps.get("g" + g).stream().filter((s) -> s.producer() == producer).map(Step::n).toList())
+					.as("producer %d's sends to g%d in send order", p, g).isSorted().hasSize(perProducer);
+			}
+		}
+	}
+
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void aFailingMessageHoldsUpOnlyItsOwnGroup(ConsumptionMode mode) {
+		String queue = "stuck-" + mode.name().toLowerCase(java.util.Locale.ROOT);
+		this.template.declare(QueueDefinition.of(queue).withMaxAttempts(5)
+			.withBackoff(Duration.ofMillis(300), 1.0, Duration.ofMillis(300)));
+		for (int n = 0; n < 5; n++) {
+			this.template.send(queue, "bad-" + n, SendOptions.builder().group("bad").build());
+			this.template.send(queue, "good-" + n, SendOptions.builder().group("good").build());
+		}
+		List<String> handled = new CopyOnWriteArrayList<>();
+		AtomicInteger failures = new AtomicInteger();
+		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), 3, AckMode.AUTO, true,
+				String.class, (message, ack) -> {
+					String payload = (String) message.payload();
+					if (payload.equals("bad-0") && failures.incrementAndGet() <= 2) {
+						throw new IllegalStateException("not yet");
+					}
+					handled.add(payload);
+				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode, Duration.ofSeconds(30)));
+		this.registry.start();
+
+		await().atMost(Duration.ofSeconds(20)).until(() -> handled.size() == 10);
+		assertThat(handled.stream().filter((p) -> p.startsWith("bad")).toList())
+			.containsExactly("bad-0", "bad-1", "bad-2", "bad-3", "bad-4");
+		assertThat(handled.stream().filter((p) -> p.startsWith("good")).toList())
+			.containsExactly("good-0", "good-1", "good-2", "good-3", "good-4");
+		assertThat(handled.indexOf("good-4")).as("the good group did not wait for the bad one's retries")
+			.isLessThan(handled.indexOf("bad-0"));
+	}
+
+	@Test
+	void aClaimTakesOnlyTheHeadOfAGroupAndLocksNothingElse() {
+		this.template.sendBatch("long-group", java.util.stream.IntStream.range(0, 1000).boxed().toList(),
+				SendOptions.builder().group("one").build());
+		long head = this.jdbc.queryForObject("SELECT min(id) FROM pgqueue.message WHERE queue = 'long-group'",
+				Long.class);
+		try (ConsumerSession session = this.template.openSession()) {
+			ConsumerSession.Claim claim = session.claim("long-group", 10);
+			assertThat(claim.messages()).singleElement().satisfies((m) -> assertThat(m.id()).isEqualTo(head));
+			assertThat(this.jdbc.queryForObject("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'",
+					Long.class)).isEqualTo(1);
+			try (ConsumerSession other = this.template.openSession()) {
+				assertThat(other.claim("long-group", 10).messages()).as("the head is held: the group waits").isEmpty();
+			}
+			session.ack(List.of(head));
+		}
+	}
+
+	@Test
+	void aPlainInsertJoinsAGroupAndDeadLetteringFreesIt() {
+		this.jdbc.update("INSERT INTO pgqueue.message (queue, payload, group_key) VALUES ('sql-group', '1', 'g')");
+		this.jdbc.update("INSERT INTO pgqueue.message (queue, payload, group_key) VALUES ('sql-group', '2', 'g')");
+		try (ConsumerSession session = this.template.openSession()) {
+			ConsumerSession.Claim claim = session.claim("sql-group", 10);
+			assertThat(claim.messages()).singleElement().satisfies((m) -> assertThat(m.payloadJson()).isEqualTo("1"));
+			session.deadLetter(List.of(ConsumerSession.DeadLetter.of(claim.messages().get(0), "gave up")));
+		}
+		try (ConsumerSession session = this.template.openSession()) {
+			assertThat(session.claim("sql-group", 10).messages()).singleElement()
+				.satisfies((m) -> assertThat(m.payloadJson()).isEqualTo("2"));
+		}
+		assertThat(this.jdbc.queryForObject("SELECT headers->>'pgqueue-group' FROM pgqueue.message "
+				+ "WHERE queue = 'sql-group.dlq'", String.class)).isEqualTo("g");
+	}
+
+	private long count(String queue) {
+		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = ?", Long.class, queue);
+	}
+
+}

@@ -1,0 +1,336 @@
+package io.github.pgqueue.listener;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.pgqueue.AckMode;
+import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.Lease;
+import io.github.pgqueue.QueueDefinition;
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.PostgresExtension;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.support.JdbcTransactionManager;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Transactional mode on real PostgreSQL: the handler's writes and the message's removal commit
+ * together; a failure rolls back only its own message's writes; a consumer that dies writes
+ * nothing, yet its attempt is counted before the message runs again.
+ */
+@ExtendWith(PostgresExtension.class)
+class TransactionalModeIntegrationTests {
+
+	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
+
+	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
+
+	/** The application's DataSource: handlers write through it, in the listener's transaction. */
+	private final HikariDataSource app = this.postgres.pool("tx-app", 12);
+
+	private final JdbcTemplate appJdbc = new JdbcTemplate(this.app);
+
+	private final HikariDataSource consumerPool = this.postgres.pool("tx-consumers", 12);
+
+	private final QueueTemplate template = QueueTemplate.builder(this.app).build();
+
+	private QueueListenerEndpointRegistry registry;
+
+	@BeforeEach
+	void effects() {
+		this.jdbc.execute("DROP TABLE IF EXISTS effect");
+		this.jdbc.execute("CREATE TABLE effect (message_id bigint PRIMARY KEY, attempt int NOT NULL)");
+	}
+
+	@AfterEach
+	void stop() {
+		if (this.registry != null) {
+			this.registry.stop();
+		}
+		this.consumerPool.close();
+		this.app.close();
+	}
+
+	@Test
+	void everyMessageTakesEffectExactlyOnceUnderConcurrentConsumers() {
+		this.template.declare(QueueDefinition.of("orders"));
+		int total = 6000;
+		List<Integer> payloads = IntStream.range(0, total).boxed().toList();
+		for (int i = 0; i < total; i += 1000) {
+			this.template.sendBatch("orders", payloads.subList(i, i + 1000));
+		}
+		AtomicInteger invocations = new AtomicInteger();
+		QueueMessageListener listener = (message, ack) -> {
+			invocations.incrementAndGet();
+			this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id(),
+					message.attempt());
+		};
+		start(endpoint("orders-a", "orders", 4, AckMode.AUTO, listener, 10),
+				endpoint("orders-b", "orders", 4, AckMode.AUTO, listener, 25));
+
+		await().atMost(Duration.ofSeconds(60)).until(() -> count("orders") == 0);
+		assertThat(this.jdbc.queryForObject("SELECT count(*) FROM effect", Long.class)).isEqualTo(total);
+		assertThat(invocations.get()).as("each handler ran once: no message was handed out twice").isEqualTo(total);
+		assertThat(this.jdbc.queryForObject("SELECT max(attempt) FROM effect", Integer.class)).isEqualTo(1);
+		await().atMost(Duration.ofSeconds(5)).until(() -> advisoryLocks() == 0);
+	}
+
+	@Test
+	void aFailingHandlerRollsBackOnlyItsOwnWritesAndItsAttemptIsWritten() {
+		this.template.declare(QueueDefinition.of("ledger").withMaxAttempts(3)
+			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
+		List<Long> ids = this.template.sendBatch("ledger", List.of(1, 2, 3, 4, 5));
+		long poison = ids.get(2);
+		Map<Integer, AtomicInteger> handled = new ConcurrentHashMap<>();
+		start(endpoint("ledger", "ledger", 1, AckMode.AUTO, (message, ack) -> {
+			int n = (Integer) message.payload();
+			handled.computeIfAbsent(n, (k) -> new AtomicInteger()).incrementAndGet();
+			this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id(),
+					message.attempt());
+			if (n == 3) {
+				throw new IllegalStateException("ledger closed");
+			}
+		}, 5));
+
+		await().atMost(Duration.ofSeconds(20)).until(() -> "ledger.dlq".equals(queueOf(poison)));
+		assertThat(this.jdbc.queryForList("SELECT message_id FROM effect ORDER BY message_id", Long.class))
+			.as("the neighbours' writes committed, the failing handler's never")
+			.containsExactly(ids.get(0), ids.get(1), ids.get(3), ids.get(4));
+		assertThat(handled.get(3)).hasValue(3);
+		for (int n : new int[] { 1, 2, 4, 5 }) {
+			assertThat(handled.get(n)).as("neighbour %d", n).hasValue(1);
+		}
+		assertThat(this.jdbc.queryForMap("SELECT headers->>'pgqueue-dead-lettered-attempts' AS attempts, last_error "
+				+ "FROM pgqueue.message WHERE id = ?", poison))
+			.containsEntry("attempts", "3");
+		assertThat(lastError(poison)).contains("ledger closed");
+		await().atMost(Duration.ofSeconds(5)).until(() -> advisoryLocks() == 0);
+	}
+
+	@Test
+	void aTransactionManagerThatAllowsNoNestedTransactionsStillGetsASavepointPerMessage() {
+		JdbcTransactionManager noSavepoints = new JdbcTransactionManager(this.app);
+		noSavepoints.setNestedTransactionAllowed(false);
+		this.template.declare(QueueDefinition.of("journal").withMaxAttempts(3)
+			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
+		List<Long> ids = this.template.sendBatch("journal", List.of(1, 2, 3, 4, 5));
+		long poison = ids.get(2);
+		Map<Integer, AtomicInteger> handled = new ConcurrentHashMap<>();
+		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry.setTransactionManager(noSavepoints);
+		this.registry.registerListenerEndpoint(endpoint("journal", "journal", 2, AckMode.AUTO, (message, ack) -> {
+			int n = (Integer) message.payload();
+			handled.computeIfAbsent(n, (k) -> new AtomicInteger()).incrementAndGet();
+			this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id(),
+					message.attempt());
+			if (n == 3) {
+				throw new IllegalStateException("journal closed");
+			}
+		}, 5));
+		this.registry.start();
+
+		await().atMost(Duration.ofSeconds(20)).until(() -> "journal.dlq".equals(queueOf(poison)));
+		await().atMost(Duration.ofSeconds(10)).until(() -> count("journal") == 0);
+		assertThat(this.jdbc.queryForList("SELECT message_id FROM effect ORDER BY message_id", Long.class))
+			.containsExactly(ids.get(0), ids.get(1), ids.get(3), ids.get(4));
+		assertThat(handled.get(3)).as("its 3 attempts").hasValue(3);
+		for (int n : new int[] { 1, 2, 4, 5 }) {
+			assertThat(handled.get(n)).as("neighbour %d", n).hasValue(1);
+		}
+		assertThat(lastError(poison))
+			.contains("Failed 3 of 3 attempts; last error: java.lang.IllegalStateException: journal closed");
+		await().atMost(Duration.ofSeconds(5)).until(() -> advisoryLocks() == 0);
+	}
+
+	@Test
+	void aConsumerThatDiesMidHandlerWritesNothingAndItsAttemptStillCounts() {
+		this.template.declare(QueueDefinition.of("fragile").withMaxAttempts(5));
+		long id = this.template.send("fragile", 1);
+		List<Integer> attempts = new java.util.concurrent.CopyOnWriteArrayList<>();
+		start(endpoint("fragile", "fragile", 1, AckMode.AUTO, (message, ack) -> {
+			attempts.add(message.attempt());
+			this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id(),
+					message.attempt());
+			if (message.attempt() < 3) {
+				// The consumer dies: its connection is gone before it can commit.
+				this.appJdbc.queryForObject("SELECT pg_terminate_backend(pg_backend_pid())", Boolean.class);
+			}
+		}, 10));
+
+		await().atMost(Duration.ofSeconds(30)).until(() -> count("fragile") == 0);
+		assertThat(attempts).as("each death counted as an attempt").containsExactly(1, 2, 3);
+		assertThat(this.jdbc.queryForList("SELECT attempt FROM effect WHERE message_id = ?", Integer.class, id))
+			.as("only the attempt that committed left its write").containsExactly(3);
+		await().atMost(Duration.ofSeconds(5)).until(() -> advisoryLocks() == 0);
+	}
+
+	@Test
+	void aMessageThatKillsItsConsumerEveryTimeIsDeadLettered() {
+		this.template.declare(QueueDefinition.of("deadly").withMaxAttempts(3));
+		List<Long> ids = this.template.sendBatch("deadly", List.of(1, 2, 3, 4));
+		long poison = ids.get(1);
+		Map<Integer, AtomicInteger> handled = new ConcurrentHashMap<>();
+		start(endpoint("deadly", "deadly", 2, AckMode.AUTO, (message, ack) -> {
+			int n = (Integer) message.payload();
+			handled.computeIfAbsent(n, (k) -> new AtomicInteger()).incrementAndGet();
+			this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id(),
+					message.attempt());
+			if (n == 2) {
+				this.appJdbc.queryForObject("SELECT pg_terminate_backend(pg_backend_pid())", Boolean.class);
+			}
+		}, 4));
+
+		await().atMost(Duration.ofSeconds(30)).until(() -> "deadly.dlq".equals(queueOf(poison)));
+		await().atMost(Duration.ofSeconds(30)).until(() -> count("deadly") == 0);
+		assertThat(handled.get(2)).as("the poison ran its 3 attempts").hasValue(3);
+		assertThat(lastError(poison)).contains("after 3 attempts");
+		assertThat(this.jdbc.queryForList("SELECT message_id FROM effect ORDER BY message_id", Long.class))
+			.containsExactly(ids.get(0), ids.get(2), ids.get(3));
+		assertThat(this.jdbc.queryForList("SELECT attempts FROM pgqueue.message WHERE queue = 'deadly'", Integer.class))
+			.isEmpty();
+		await().atMost(Duration.ofSeconds(5)).until(() -> advisoryLocks() == 0);
+	}
+
+	@Test
+	void aTransactionPastItsTimeoutIsRolledBackAndTheAttemptCounted() {
+		this.template.declare(QueueDefinition.of("slow").withMaxAttempts(3)
+			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
+		long id = this.template.send("slow", 1);
+		start(new QueueListenerEndpoint("slow", List.of("slow"), 1, AckMode.AUTO, true, Integer.class,
+				(message, ack) -> {
+					this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id(),
+							message.attempt());
+					if (message.attempt() == 1) {
+						Thread.sleep(700);
+					}
+				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), ConsumptionMode.TRANSACTIONAL,
+				Duration.ofMillis(300)));
+
+		await().atMost(Duration.ofSeconds(20)).until(() -> count("slow") == 0);
+		assertThat(this.jdbc.queryForList("SELECT attempt FROM effect WHERE message_id = ?", Integer.class, id))
+			.as("the timed-out attempt's write was rolled back").containsExactly(2);
+	}
+
+	@Test
+	void manualAcknowledgmentCompletesInTheTransaction() {
+		this.template.declare(QueueDefinition.of("manual").withMaxAttempts(2)
+			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
+		long nacked = this.template.send("manual", 1);
+		long rejected = this.template.send("manual", 2);
+		start(endpoint("manual", "manual", 1, AckMode.MANUAL, (message, ack) -> {
+			this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id() * 10
+					+ message.attempt(), message.attempt());
+			if ((Integer) message.payload() == 2) {
+				ack.reject("not for us");
+			}
+			else if (message.attempt() == 1) {
+				ack.nack(Duration.ofMillis(10));
+			}
+			else {
+				ack.ack();
+			}
+		}, 10));
+
+		await().atMost(Duration.ofSeconds(20)).until(() -> count("manual") == 0);
+		assertThat(queueOf(rejected)).isEqualTo("manual.dlq");
+		assertThat(queueOf(nacked)).isNull();
+		assertThat(this.jdbc.queryForList("SELECT message_id FROM effect ORDER BY 1", Long.class))
+			.as("a handler that returns commits its writes with its completion")
+			.containsExactly(nacked * 10 + 1, nacked * 10 + 2, rejected * 10 + 1);
+	}
+
+	@Test
+	void heldMessagesAreInFlightAndSkippedBySessionConsumersAndCancel() throws Exception {
+		this.template.declare(QueueDefinition.of("shared"));
+		long held = this.template.send("shared", 1);
+		CountDownLatch inHandler = new CountDownLatch(1);
+		CountDownLatch release = new CountDownLatch(1);
+		start(endpoint("shared", "shared", 1, AckMode.AUTO, (message, ack) -> {
+			inHandler.countDown();
+			release.await(20, TimeUnit.SECONDS);
+		}, 10));
+		assertThat(inHandler.await(10, TimeUnit.SECONDS)).isTrue();
+		assertThat(this.template.stats("shared").inFlight()).isEqualTo(1);
+		Optional<Lease<Integer>> lease = this.template.receive("shared", Integer.class);
+		assertThat(lease).as("a session consumer skips what a transaction holds").isEmpty();
+		assertThat(this.template.cancel("shared", held)).isEqualTo(io.github.pgqueue.CancelResult.HELD);
+		release.countDown();
+		await().atMost(Duration.ofSeconds(10)).until(() -> count("shared") == 0);
+	}
+
+	@Test
+	void aConsumerThatDiedAfterTheClaimsSnapshotWasTakenIsStillSeenAsDead() throws Exception {
+		long id = this.template.send("newer", 1);
+		try (java.sql.Connection reader = this.app.getConnection(); java.sql.Connection locker = this.app.getConnection()) {
+			reader.setAutoCommit(false);
+			reader.setTransactionIsolation(java.sql.Connection.TRANSACTION_REPEATABLE_READ);
+			try (java.sql.Statement statement = reader.createStatement()) {
+				statement.executeQuery("SELECT 1").close(); // the snapshot is taken here
+			}
+			locker.setAutoCommit(false);
+			try (java.sql.Statement statement = locker.createStatement()) {
+				statement.executeQuery("SELECT txid_current()").close();
+				statement.executeQuery("SELECT id FROM pgqueue.message WHERE id = " + id + " FOR UPDATE").close();
+			}
+			locker.rollback(); // aborted, but after the reader's snapshot began
+			try (java.sql.Statement statement = reader.createStatement();
+					java.sql.ResultSet rs = statement.executeQuery(
+							"SELECT pgqueue.locker_aborted(xmax) FROM pgqueue.message WHERE id = " + id)) {
+				rs.next();
+				assertThat(rs.getBoolean(1)).as("a claim reads the lock marker live, whatever its snapshot").isTrue();
+			}
+			reader.rollback();
+		}
+		assertThat(this.jdbc.queryForObject("SELECT pgqueue.locker_aborted(xmax) FROM pgqueue.message WHERE id = ?",
+				Boolean.class, id)).as("seen from a later snapshot: aborted").isTrue();
+	}
+
+	private QueueListenerEndpoint endpoint(String id, String queue, int concurrency, AckMode ackMode,
+			QueueMessageListener listener, int batchSize) {
+		return new QueueListenerEndpoint(id, List.of(queue), concurrency, ackMode, true, Integer.class, listener,
+				new DefaultQueueErrorHandler(), batchSize, Duration.ofMillis(50), ConsumptionMode.TRANSACTIONAL,
+				Duration.ofSeconds(30));
+	}
+
+	private void start(QueueListenerEndpoint... endpoints) {
+		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		for (QueueListenerEndpoint endpoint : endpoints) {
+			this.registry.registerListenerEndpoint(endpoint);
+		}
+		this.registry.start();
+	}
+
+	private String queueOf(long id) {
+		List<String> queues = this.jdbc.queryForList("SELECT queue FROM pgqueue.message WHERE id = ?", String.class, id);
+		return queues.isEmpty() ? null : queues.get(0);
+	}
+
+	private String lastError(long id) {
+		return this.jdbc.queryForObject("SELECT last_error FROM pgqueue.message WHERE id = ?", String.class, id);
+	}
+
+	private long count(String queue) {
+		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = ?", Long.class, queue);
+	}
+
+	private long advisoryLocks() {
+		return this.jdbc.queryForObject("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'", Long.class);
+	}
+
+}

@@ -2,6 +2,7 @@ package io.github.pgqueue.internal;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
@@ -50,9 +51,16 @@ public final class PollLoop implements Runnable {
 	 */
 	private static final Semaphore SUSPECTS = new Semaphore(1);
 
+	private final BooleanSupplier paused;
+
 	private volatile boolean running = true;
 
 	private volatile boolean connected;
+
+	/** The thread that runs this loop, while it runs. */
+	private volatile Thread runner;
+
+	private final CountDownLatch finished = new CountDownLatch(1);
 
 	private int nextQueue;
 
@@ -60,11 +68,12 @@ public final class PollLoop implements Runnable {
 	private Duration nextDue;
 
 	private PollLoop(QueueListenerEndpoint endpoint, Function<BooleanSupplier, Consumption> consumption,
-			boolean leader, Runnable wakeSiblings) {
+			boolean leader, Runnable wakeSiblings, BooleanSupplier paused) {
 		this.endpoint = endpoint;
 		this.consumption = consumption.apply(() -> this.running);
 		this.leader = leader;
 		this.wakeSiblings = wakeSiblings;
+		this.paused = paused;
 	}
 
 	/**
@@ -73,11 +82,14 @@ public final class PollLoop implements Runnable {
 	 * wait for a notification, or for a sibling that found a full batch, so that an idle listener
 	 * costs about one statement per poll interval whatever its concurrency
 	 * @param wakeSiblings wakes every poller of the same listener
+	 * @param paused whether the listener is paused: the poller then claims nothing until it is
+	 * woken and no longer paused
 	 */
 	public static PollLoop session(QueueListenerEndpoint endpoint, Supplier<ConsumerSession> sessions,
-			PayloadConverter converter, ListenerMetrics metrics, boolean leader, Runnable wakeSiblings) {
+			PayloadConverter converter, ListenerMetrics metrics, boolean leader, Runnable wakeSiblings,
+			BooleanSupplier paused) {
 		return new PollLoop(endpoint, (running) -> new SessionConsumption(new Dispatcher(endpoint, converter, running),
-				sessions, metrics, endpoint.batchSize(), running), leader, wakeSiblings);
+				sessions, metrics, endpoint.batchSize(), running), leader, wakeSiblings, paused);
 	}
 
 	/**
@@ -87,10 +99,10 @@ public final class PollLoop implements Runnable {
 	 */
 	public static PollLoop transactional(QueueListenerEndpoint endpoint, QueueTemplate template,
 			PlatformTransactionManager transactionManager, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
-			boolean leader, Runnable wakeSiblings) {
+			boolean leader, Runnable wakeSiblings, BooleanSupplier paused) {
 		return new PollLoop(endpoint, (running) -> new TransactionalConsumption(
 				new Dispatcher(endpoint, template.payloadConverter(), running), template, transactionManager, sessions,
-				metrics, endpoint, running), leader, wakeSiblings);
+				metrics, endpoint, running), leader, wakeSiblings, paused);
 	}
 
 	/** Wakes the poller if it waits for work. */
@@ -111,13 +123,56 @@ public final class PollLoop implements Runnable {
 		return this.connected;
 	}
 
+	/**
+	 * Waits at most {@code millis} for the loop to end; whether it has ended (a loop that never
+	 * started has not).
+	 */
+	public boolean awaitFinished(long millis) throws InterruptedException {
+		return this.finished.await(millis, TimeUnit.MILLISECONDS);
+	}
+
+	/**
+	 * Interrupts the handler this loop runs, if it still runs; the name of its thread, or null if
+	 * the loop is not running on one.
+	 */
+	public String interrupt() {
+		Thread thread = this.runner;
+		if (thread == null) {
+			return null;
+		}
+		thread.interrupt();
+		return thread.getName();
+	}
+
+	/** The name of the thread that runs the loop, or null if none does. */
+	public String threadName() {
+		Thread thread = this.runner;
+		return (thread != null) ? thread.getName() : null;
+	}
+
 	@Override
 	public void run() {
+		this.runner = Thread.currentThread();
+		try {
+			loop();
+		}
+		finally {
+			this.runner = null;
+			this.finished.countDown();
+		}
+	}
+
+	private void loop() {
 		boolean inOutage = false;
 		long lastOutageWarning = 0;
 		try {
 			while (this.running) {
 				try {
+					if (this.paused.getAsBoolean()) {
+						// Claims nothing and runs no statement; resume() or stop() wakes it.
+						await(this.endpoint.pollInterval());
+						continue;
+					}
 					boolean found = pollOnce();
 					this.connected = true;
 					if (inOutage) {
@@ -183,7 +238,7 @@ public final class PollLoop implements Runnable {
 		boolean found = false;
 		this.nextDue = null;
 		List<String> queues = this.endpoint.queues();
-		for (int i = 0; i < queues.size() && this.running; i++) {
+		for (int i = 0; i < queues.size() && this.running && !this.paused.getAsBoolean(); i++) {
 			String queue = queues.get((this.nextQueue + i) % queues.size());
 			// One poller per process at a time may take a message whose consumer died. The permit is
 			// held through the batch even when the claim took none: a poller allowed to take suspects

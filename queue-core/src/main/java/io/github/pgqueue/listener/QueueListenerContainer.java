@@ -3,6 +3,7 @@ package io.github.pgqueue.listener;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.function.Supplier;
 
 import io.github.pgqueue.ConsumptionMode;
@@ -13,16 +14,24 @@ import io.github.pgqueue.internal.PollLoop;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import org.springframework.core.task.SimpleAsyncTaskExecutor;
+import org.springframework.core.task.TaskExecutor;
 import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.util.Assert;
 
 /**
- * Runs one listener endpoint: {@code concurrency} poller threads, each owning a database session
- * and holding what it claimed until it is completed. Created and driven by
- * {@link QueueListenerEndpointRegistry}; not a bean.
+ * Runs one listener endpoint: {@code concurrency} pollers, each on a thread of its own taken
+ * from a {@link TaskExecutor}, owning a database session and holding what it claimed until it is
+ * completed. Created by {@link QueueListenerEndpointRegistry}, which starts and stops it with the
+ * application; it can also be started, stopped, paused and resumed at runtime, as
+ * {@code registry.getListenerContainer("id").pause()}. Not a bean.
  */
 public final class QueueListenerContainer {
 
 	private static final Logger logger = LoggerFactory.getLogger(QueueListenerContainer.class);
+
+	/** How long pollers still running at the shutdown timeout may take to react to the interrupt. */
+	static final Duration INTERRUPT_GRACE = Duration.ofSeconds(5);
 
 	private final QueueListenerEndpoint endpoint;
 
@@ -34,22 +43,42 @@ public final class QueueListenerContainer {
 
 	private final ListenerMetrics metrics;
 
+	private final Duration shutdownTimeout;
+
+	/** Runs before the pollers start: the registry's LISTEN connection, which wakes them. */
+	private final Runnable beforeStart;
+
 	private final List<PollLoop> loops = new ArrayList<>();
 
-	private final List<Thread> threads = new ArrayList<>();
+	private TaskExecutor taskExecutor;
 
 	private volatile boolean running;
 
-	/** How long pollers still running at the shutdown timeout may take to react to the interrupt. */
-	static final Duration INTERRUPT_GRACE = Duration.ofSeconds(5);
+	private volatile boolean paused;
 
 	QueueListenerContainer(QueueListenerEndpoint endpoint, Supplier<ConsumerSession> sessions, QueueTemplate template,
-			PlatformTransactionManager transactionManager, ListenerMetrics metrics) {
+			PlatformTransactionManager transactionManager, ListenerMetrics metrics, Duration shutdownTimeout,
+			boolean virtualThreads, Runnable beforeStart) {
 		this.endpoint = endpoint;
 		this.sessions = sessions;
 		this.template = template;
 		this.transactionManager = transactionManager;
 		this.metrics = metrics;
+		this.shutdownTimeout = shutdownTimeout;
+		this.beforeStart = beforeStart;
+		this.taskExecutor = defaultTaskExecutor(endpoint, virtualThreads);
+	}
+
+	/**
+	 * Threads named {@code pgqueue-<id>-<n>}: daemon threads, so that a handler that ignores
+	 * interrupts does not keep the JVM alive once the application is closed; virtual threads if
+	 * asked (Java 21 or later).
+	 */
+	private static TaskExecutor defaultTaskExecutor(QueueListenerEndpoint endpoint, boolean virtualThreads) {
+		SimpleAsyncTaskExecutor executor = new SimpleAsyncTaskExecutor("pgqueue-" + endpoint.id() + "-");
+		executor.setDaemon(true);
+		executor.setVirtualThreads(virtualThreads);
+		return executor;
 	}
 
 	/** The endpoint this container runs. */
@@ -57,7 +86,28 @@ public final class QueueListenerContainer {
 		return this.endpoint;
 	}
 
-	/** Whether the pollers run. */
+	/**
+	 * Sets where the pollers run: the executor must run each of the {@code concurrency} pollers
+	 * on a thread of its own at once, for as long as the container runs (a pool smaller than that
+	 * leaves pollers waiting, and their queues unconsumed). Only while the container is stopped.
+	 */
+	public void setTaskExecutor(TaskExecutor taskExecutor) {
+		Assert.notNull(taskExecutor, "taskExecutor must not be null");
+		synchronized (this.loops) {
+			Assert.state(!this.running, () -> "Listener '" + this.endpoint.id()
+					+ "' is running; set its task executor before it starts");
+			this.taskExecutor = taskExecutor;
+		}
+	}
+
+	/** Where the pollers run. */
+	public TaskExecutor getTaskExecutor() {
+		synchronized (this.loops) {
+			return this.taskExecutor;
+		}
+	}
+
+	/** Whether the pollers run (paused or not). */
 	public boolean isRunning() {
 		return this.running;
 	}
@@ -69,31 +119,43 @@ public final class QueueListenerContainer {
 		}
 	}
 
-	/** Starts the pollers; does nothing if they run. */
+	/** Starts the pollers; does nothing if they run. A paused container starts paused. */
 	public void start() {
+		this.beforeStart.run(); // outside the lock: the registry takes its own, then this one
 		synchronized (this.loops) {
 			if (this.running) {
 				return;
 			}
 			this.loops.clear();
-			this.threads.clear();
 			for (int i = 0; i < this.endpoint.concurrency(); i++) {
-				PollLoop loop = (this.endpoint.mode() == ConsumptionMode.TRANSACTIONAL)
+				this.loops.add((this.endpoint.mode() == ConsumptionMode.TRANSACTIONAL)
 						? PollLoop.transactional(this.endpoint, this.template, this.transactionManager, this.sessions,
-								this.metrics, i == 0, this::wakeAll)
+								this.metrics, i == 0, this::wakeAll, this::isPaused)
 						: PollLoop.session(this.endpoint, this.sessions, this.template.payloadConverter(), this.metrics,
-								i == 0, this::wakeAll);
-				Thread thread = new Thread(loop, "pgqueue-" + this.endpoint.id() + "-" + i);
-				// A handler that ignores interrupts must not keep the JVM alive once the application is closed.
-				thread.setDaemon(true);
-				this.loops.add(loop);
-				this.threads.add(thread);
+								i == 0, this::wakeAll, this::isPaused));
 			}
 			this.running = true;
-			this.threads.forEach(Thread::start);
-			logger.info("Started listener '{}' on {} with {} poller(s)", this.endpoint.id(), this.endpoint.queues(),
-					this.endpoint.concurrency());
+			try {
+				this.loops.forEach(this.taskExecutor::execute);
+			}
+			catch (RuntimeException ex) {
+				this.running = false;
+				this.loops.forEach(PollLoop::stop);
+				throw new IllegalStateException("Listener '" + this.endpoint.id() + "' could not start its "
+						+ this.endpoint.concurrency() + " poller(s) on its task executor: " + ex.getMessage(), ex);
+			}
+			logger.info("Started listener '{}' on {} with {} poller(s){}", this.endpoint.id(), this.endpoint.queues(),
+					this.endpoint.concurrency(), this.paused ? ", paused" : "");
 		}
+	}
+
+	/**
+	 * Stops the pollers as the application's shutdown does: no claim and no handler starts after
+	 * this call; handlers running finish within the registry's shutdown timeout, then are
+	 * interrupted; what is left is released. Returns when the pollers have ended.
+	 */
+	public void stop() {
+		stop(this.shutdownTimeout);
 	}
 
 	/**
@@ -103,6 +165,32 @@ public final class QueueListenerContainer {
 	public void stop(Duration timeout) {
 		signalStop();
 		awaitStop(System.nanoTime() + timeout.toNanos());
+	}
+
+	/**
+	 * Pauses consumption: each poller finishes the batch it is handling, then claims nothing
+	 * until {@link #resume()} (its database session stays open). Takes effect at once, running or
+	 * not: a container paused before it starts starts paused. In this JVM only.
+	 */
+	public void pause() {
+		if (!this.paused) {
+			this.paused = true;
+			logger.info("Paused listener '{}'", this.endpoint.id());
+		}
+	}
+
+	/** Resumes consumption after {@link #pause()}: the pollers claim again at once. */
+	public void resume() {
+		if (this.paused) {
+			this.paused = false;
+			logger.info("Resumed listener '{}'", this.endpoint.id());
+			wakeAll();
+		}
+	}
+
+	/** Whether the container is paused (a paused container may still finish its last batch). */
+	public boolean isPaused() {
+		return this.paused;
 	}
 
 	void signalStop() {
@@ -131,42 +219,40 @@ public final class QueueListenerContainer {
 	/** Waits until {@code deadlineNanos} and interrupts the pollers still running then. */
 	void interruptAfter(long deadlineNanos) {
 		joinUntil(deadlineNanos);
-		for (Thread thread : threads()) {
-			if (thread.isAlive()) {
+		for (PollLoop loop : loops()) {
+			String thread = loop.interrupt();
+			if (thread != null) {
 				logger.warn("Listener '{}': thread {} did not finish within the shutdown timeout; interrupting it",
-						this.endpoint.id(), thread.getName());
-				thread.interrupt();
+						this.endpoint.id(), thread);
 			}
 		}
 	}
 
 	/** Waits for the pollers until {@code deadlineNanos}; returns whether all have finished. */
 	boolean joinUntil(long deadlineNanos) {
-		for (Thread thread : threads()) {
-			long left = deadlineNanos - System.nanoTime();
-			if (left <= 0) {
-				break;
-			}
+		boolean finished = true;
+		for (PollLoop loop : loops()) {
+			long left = Math.max(0, deadlineNanos - System.nanoTime());
 			try {
-				thread.join(Math.max(1, left / 1_000_000));
+				finished &= loop.awaitFinished(left / 1_000_000);
 			}
 			catch (InterruptedException ex) {
 				Thread.currentThread().interrupt();
 				return false;
 			}
 		}
-		boolean finished = threads().stream().noneMatch(Thread::isAlive);
 		if (!finished && deadlineNanos - System.nanoTime() <= 0) {
-			threads().stream().filter(Thread::isAlive).forEach((thread) -> logger.warn("Listener '{}': thread {} "
-					+ "still runs its handler after the shutdown timeout and the interrupt; leaving it (a daemon "
-					+ "thread, it does not keep the JVM alive)", this.endpoint.id(), thread.getName()));
+			loops().stream().map(PollLoop::threadName).filter(Objects::nonNull).forEach((thread) -> logger.warn(
+					"Listener '{}': thread {} still runs its handler after the shutdown timeout and the interrupt; "
+							+ "leaving it (a daemon thread, it does not keep the JVM alive)",
+					this.endpoint.id(), thread));
 		}
 		return finished;
 	}
 
-	private List<Thread> threads() {
+	private List<PollLoop> loops() {
 		synchronized (this.loops) {
-			return new ArrayList<>(this.threads);
+			return new ArrayList<>(this.loops);
 		}
 	}
 

@@ -48,6 +48,11 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 
 	private PlatformTransactionManager transactionManager;
 
+	private QueueListenerContainerCustomizer containerCustomizer = (container) -> {
+	};
+
+	private boolean virtualThreads;
+
 	private volatile NotifyListener notifyListener;
 
 	/** Released when the registry stops: holds the non-daemon thread that keeps the JVM alive. */
@@ -79,10 +84,10 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		PlatformTransactionManager transactions = (endpoint.mode() == ConsumptionMode.TRANSACTIONAL)
 				? transactionManager() : null;
 		QueueListenerContainer container = new QueueListenerContainer(endpoint, sessions, this.template, transactions,
-				this.metrics);
+				this.metrics, this.shutdownTimeout, this.virtualThreads, this::startNotifications);
+		this.containerCustomizer.customize(container);
 		this.containers.put(endpoint.id(), container);
 		if (this.running && endpoint.autoStartup()) {
-			startNotifications();
 			container.start();
 		}
 	}
@@ -96,6 +101,23 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		this.transactionManager = transactionManager;
 	}
 
+	/**
+	 * Applied to every container when its endpoint registers, before it starts: to set its task
+	 * executor, or to pause it so that it starts paused.
+	 */
+	public synchronized void setContainerCustomizer(QueueListenerContainerCustomizer containerCustomizer) {
+		Assert.notNull(containerCustomizer, "containerCustomizer must not be null");
+		this.containerCustomizer = containerCustomizer;
+	}
+
+	/**
+	 * Whether the pollers of containers registered from now on run on virtual threads (Java 21 or
+	 * later); default false. Ignored for a container given a task executor of its own.
+	 */
+	public synchronized void setVirtualThreads(boolean virtualThreads) {
+		this.virtualThreads = virtualThreads;
+	}
+
 	private PlatformTransactionManager transactionManager() {
 		if (this.transactionManager == null) {
 			this.transactionManager = new JdbcTransactionManager(this.template.dataSource());
@@ -103,9 +125,17 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		return this.transactionManager;
 	}
 
-	/** The container of listener {@code id}, or null. */
+	/**
+	 * The container of listener {@code id}, or null: start, stop, pause or resume it at runtime.
+	 * A listener with {@code autoStartup = false} is started this way.
+	 */
 	public synchronized QueueListenerContainer getListenerContainer(String id) {
 		return this.containers.get(id);
+	}
+
+	/** The ids of the listeners, in registration order. */
+	public synchronized java.util.Set<String> getListenerContainerIds() {
+		return Collections.unmodifiableSet(new java.util.LinkedHashSet<>(this.containers.keySet()));
 	}
 
 	/** All containers, in registration order. */
@@ -133,7 +163,6 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		if (this.containers.values().stream().noneMatch((c) -> c.endpoint().autoStartup())) {
 			return;
 		}
-		startNotifications();
 		this.containers.values().stream().filter((c) -> c.endpoint().autoStartup()).forEach(QueueListenerContainer::start);
 	}
 
@@ -143,7 +172,7 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 	 * a handler must not keep a stopped application's JVM alive), yet an application that only
 	 * consumes queues must keep running, as one that only consumes Kafka topics does.
 	 */
-	private void startNotifications() {
+	private synchronized void startNotifications() {
 		if (this.notifyListener != null) {
 			return;
 		}

@@ -13,6 +13,7 @@ import io.github.pgqueue.PayloadConverter;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.annotation.QueueListenerAnnotationBeanPostProcessor;
 import io.github.pgqueue.annotation.QueueListenerDefaults;
+import io.github.pgqueue.listener.QueueListenerContainerCustomizer;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
@@ -33,6 +34,7 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.thread.Threading;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
@@ -107,14 +109,23 @@ public final class PgQueueAutoConfiguration {
 			.hasListenerMethods(beanType);
 	}
 
-	/** Each context its own registry: one in a child context does not reuse its parent's. */
+	/**
+	 * Each context its own registry: one in a child context does not reuse its parent's. Every
+	 * {@link QueueListenerContainerCustomizer} bean is applied to every container, in order; the
+	 * pollers run on virtual threads when {@code spring.threads.virtual.enabled} is set on Java 21+.
+	 */
 	@Bean
 	@ConditionalOnMissingBean(search = SearchStrategy.CURRENT)
 	QueueListenerEndpointRegistry pgQueueListenerEndpointRegistry(QueueTemplate queueTemplate,
 			ListenerConnections connections, PgQueueProperties properties, PgQueueSchemaInitializer schema,
-			ObjectProvider<PlatformTransactionManager> transactionManagers) {
-		return new PgQueueListenerEndpointRegistry(queueTemplate, connections,
+			ObjectProvider<PlatformTransactionManager> transactionManagers,
+			ObjectProvider<QueueListenerContainerCustomizer> customizers, Environment environment) {
+		PgQueueListenerEndpointRegistry registry = new PgQueueListenerEndpointRegistry(queueTemplate, connections,
 				properties.getListener().getShutdownTimeout(), transactionManagers);
+		List<QueueListenerContainerCustomizer> ordered = customizers.orderedStream().toList();
+		registry.setContainerCustomizer((container) -> ordered.forEach((customizer) -> customizer.customize(container)));
+		registry.setVirtualThreads(Threading.VIRTUAL.isActive(environment));
+		return registry;
 	}
 
 	@Bean

@@ -43,7 +43,7 @@ final class PgQueueListenerEndpointRegistry extends QueueListenerEndpointRegistr
 		if (endpoint.mode() == ConsumptionMode.TRANSACTIONAL && !this.transactionManagerChosen) {
 			chooseTransactionManager(endpoint);
 		}
-		if (isRunning() && endpoint.autoStartup()) {
+		if (isRunning()) { // also for a listener started later by hand
 			this.connections.prepare(totalConcurrency() + endpoint.concurrency());
 		}
 		super.registerListenerEndpoint(endpoint);

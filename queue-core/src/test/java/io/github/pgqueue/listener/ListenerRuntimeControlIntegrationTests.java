@@ -1,0 +1,200 @@
+package io.github.pgqueue.listener;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.pgqueue.AckMode;
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.PostgresExtension;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledForJreRange;
+import org.junit.jupiter.api.condition.JRE;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import org.springframework.core.task.SimpleAsyncTaskExecutor;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Listener containers controlled at runtime through the registry: paused and resumed, stopped
+ * and started again, started late, run on an executor a customizer gives them.
+ */
+@ExtendWith(PostgresExtension.class)
+class ListenerRuntimeControlIntegrationTests {
+
+	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
+
+	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
+
+	private final QueueTemplate template = QueueTemplate.builder(this.postgres.dataSource()).build();
+
+	private final HikariDataSource consumerPool = this.postgres.pool("control", 12);
+
+	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+			this.consumerPool, Duration.ofSeconds(5));
+
+	@AfterEach
+	void stop() {
+		this.registry.stop();
+		this.consumerPool.close();
+	}
+
+	@Test
+	void aPausedListenerFinishesItsBatchThenClaimsNothingUntilResumed() throws Exception {
+		Map<Long, AtomicInteger> seen = new ConcurrentHashMap<>();
+		CountDownLatch inHandler = new CountDownLatch(1);
+		CountDownLatch release = new CountDownLatch(1);
+		this.registry.registerListenerEndpoint(endpoint("paused", "paused", 3, true, (message, ack) -> {
+			seen.computeIfAbsent(message.id(), (id) -> new AtomicInteger()).incrementAndGet();
+			inHandler.countDown();
+			release.await(10, TimeUnit.SECONDS);
+		}));
+		this.registry.start();
+		QueueListenerContainer container = this.registry.getListenerContainer("paused");
+		this.template.sendBatch("paused", IntStream.range(0, 30).boxed().toList());
+		assertThat(inHandler.await(10, TimeUnit.SECONDS)).isTrue();
+
+		container.pause();
+		release.countDown();
+		await().atMost(Duration.ofSeconds(10)).until(() -> heldMessages() == 0);
+		int handledWhenPaused = seen.size();
+		this.template.sendBatch("paused", IntStream.range(0, 20).boxed().toList());
+		Thread.sleep(1_000); // five poll intervals and a notification: a running poller would claim
+		assertThat(seen).as("nothing claimed while paused").hasSize(handledWhenPaused);
+		assertThat(queued("paused")).isEqualTo(50 - handledWhenPaused);
+		assertThat(container.isPaused()).isTrue();
+		assertThat(container.isRunning()).isTrue();
+
+		container.resume();
+		await().atMost(Duration.ofSeconds(20)).until(() -> queued("paused") == 0);
+		assertThat(seen).hasSize(50);
+		assertThat(seen.values()).allMatch((n) -> n.get() == 1);
+	}
+
+	@Test
+	void aListenerThatDoesNotStartWithTheApplicationStartsLaterAndIsWokenByNotifications() {
+		AtomicInteger handled = new AtomicInteger();
+		this.registry.registerListenerEndpoint(endpoint("late", "late", 2, false, (message, ack) -> handled.incrementAndGet(),
+				Duration.ofSeconds(60)));
+		this.registry.start();
+		this.template.send("late", 1);
+		assertThat(this.registry.getListenerContainer("late").isRunning()).isFalse();
+		assertThat(this.registry.getListenerContainerIds()).containsExactly("late");
+
+		this.registry.getListenerContainer("late").start();
+		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 1);
+		this.template.send("late", 2); // the poll interval is a minute: only a notification brings it on time
+		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 2);
+		assertThat(queued("late")).isZero();
+	}
+
+	@Test
+	void stoppingAListenerLetsItsRunningHandlerFinishAndStartingItAgainResumesConsumption() throws Exception {
+		Map<Long, AtomicInteger> seen = new ConcurrentHashMap<>();
+		CountDownLatch inHandler = new CountDownLatch(1);
+		this.registry.registerListenerEndpoint(endpoint("restart", "restart", 1, true, (message, ack) -> {
+			seen.computeIfAbsent(message.id(), (id) -> new AtomicInteger()).incrementAndGet();
+			inHandler.countDown();
+			Thread.sleep(300);
+		}));
+		this.registry.start();
+		QueueListenerContainer container = this.registry.getListenerContainer("restart");
+		long first = this.template.send("restart", 1);
+		assertThat(inHandler.await(10, TimeUnit.SECONDS)).isTrue();
+
+		container.stop();
+		assertThat(container.isRunning()).isFalse();
+		assertThat(queueOf(first)).as("the handler running at stop finished and its message was acked").isNull();
+		List<Long> later = this.template.sendBatch("restart", List.of(2, 3, 4));
+		Thread.sleep(500);
+		assertThat(queued("restart")).as("a stopped listener claims nothing").isEqualTo(3);
+
+		container.start();
+		await().atMost(Duration.ofSeconds(10)).until(() -> queued("restart") == 0);
+		assertThat(seen.keySet()).containsExactlyInAnyOrder(first, later.get(0), later.get(1), later.get(2));
+		assertThat(seen.values()).allMatch((n) -> n.get() == 1);
+	}
+
+	@Test
+	void aCustomizerRunsThePollersOnTheApplicationsExecutor() {
+		Set<String> threads = ConcurrentHashMap.newKeySet();
+		SimpleAsyncTaskExecutor executor = new SimpleAsyncTaskExecutor("app-pool-");
+		executor.setDaemon(true);
+		this.registry.setContainerCustomizer((container) -> container.setTaskExecutor(executor));
+		this.registry.registerListenerEndpoint(endpoint("custom", "custom", 2, true,
+				(message, ack) -> threads.add(Thread.currentThread().getName())));
+		this.registry.start();
+		this.template.sendBatch("custom", IntStream.range(0, 20).boxed().toList());
+		await().atMost(Duration.ofSeconds(10)).until(() -> queued("custom") == 0);
+		assertThat(threads).isNotEmpty().allMatch((name) -> name.startsWith("app-pool-"));
+		assertThatIllegalStateException()
+			.isThrownBy(() -> this.registry.getListenerContainer("custom").setTaskExecutor(executor))
+			.withMessageContaining("'custom' is running");
+	}
+
+	@Test
+	void aCustomizerThatPausesAContainerMakesItStartPaused() throws Exception {
+		AtomicInteger handled = new AtomicInteger();
+		this.registry.setContainerCustomizer(QueueListenerContainer::pause);
+		this.registry.registerListenerEndpoint(endpoint("held", "held", 1, true, (message, ack) -> handled.incrementAndGet()));
+		this.registry.start();
+		this.template.send("held", 1);
+		Thread.sleep(600);
+		assertThat(handled.get()).isZero();
+		this.registry.getListenerContainer("held").resume();
+		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 1);
+	}
+
+	@Test
+	@EnabledForJreRange(min = JRE.JAVA_21)
+	void pollersRunOnVirtualThreadsWhenAsked() {
+		Set<Boolean> virtual = ConcurrentHashMap.newKeySet();
+		this.registry.setVirtualThreads(true);
+		this.registry.registerListenerEndpoint(endpoint("virtual", "virtual", 2, true, (message, ack) -> {
+			virtual.add((Boolean) Thread.class.getMethod("isVirtual").invoke(Thread.currentThread()));
+		}));
+		this.registry.start();
+		this.template.sendBatch("virtual", IntStream.range(0, 10).boxed().toList());
+		await().atMost(Duration.ofSeconds(10)).until(() -> queued("virtual") == 0);
+		assertThat(virtual).containsExactly(true);
+	}
+
+	private QueueListenerEndpoint endpoint(String id, String queue, int concurrency, boolean autoStartup,
+			QueueMessageListener listener) {
+		return endpoint(id, queue, concurrency, autoStartup, listener, Duration.ofMillis(200));
+	}
+
+	private QueueListenerEndpoint endpoint(String id, String queue, int concurrency, boolean autoStartup,
+			QueueMessageListener listener, Duration pollInterval) {
+		return new QueueListenerEndpoint(id, List.of(queue), concurrency, AckMode.AUTO, autoStartup, Integer.class,
+				listener, new DefaultQueueErrorHandler(), 5, pollInterval);
+	}
+
+	private int queued(String queue) {
+		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = ?", Integer.class, queue);
+	}
+
+	private String queueOf(long id) {
+		List<String> queues = this.jdbc.queryForList("SELECT queue FROM pgqueue.message WHERE id = ?", String.class,
+				id);
+		return queues.isEmpty() ? null : queues.get(0);
+	}
+
+	private int heldMessages() {
+		return this.jdbc.queryForObject("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'", Integer.class);
+	}
+
+}

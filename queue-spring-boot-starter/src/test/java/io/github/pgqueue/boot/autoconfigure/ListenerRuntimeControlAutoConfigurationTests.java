@@ -1,0 +1,112 @@
+package io.github.pgqueue.boot.autoconfigure;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.annotation.QueueListener;
+import io.github.pgqueue.listener.QueueListenerContainer;
+import io.github.pgqueue.listener.QueueListenerContainerCustomizer;
+import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.PostgresExtension;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledForJreRange;
+import org.junit.jupiter.api.condition.JRE;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.core.annotation.Order;
+import org.springframework.core.task.SimpleAsyncTaskExecutor;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Runtime control in a Spring Boot application: container customizer beans, listeners started
+ * later through the registry bean, virtual threads when Boot is asked for them.
+ */
+@ExtendWith(PostgresExtension.class)
+class ListenerRuntimeControlAutoConfigurationTests {
+
+	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
+
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, PgQueueAutoConfiguration.class))
+		.withPropertyValues("spring.datasource.url=" + this.postgres.jdbcUrl(),
+				"spring.datasource.username=" + this.postgres.username(), "pgqueue.listener.poll-interval=200ms", "pgqueue.queues.later.max-attempts=3");
+
+	static class Handlers {
+
+		final Set<String> threads = ConcurrentHashMap.newKeySet();
+
+		final Set<Boolean> virtual = ConcurrentHashMap.newKeySet();
+
+		@QueueListener(queues = "later", id = "later", autoStartup = "false")
+		void later(Integer payload) throws Exception {
+			this.threads.add(Thread.currentThread().getName());
+			this.virtual.add((Boolean) Thread.class.getMethod("isVirtual").invoke(Thread.currentThread()));
+		}
+
+	}
+
+	@Test
+	void customizerBeansApplyToEveryContainerInOrderAndALateListenerStartsThroughTheRegistry() {
+		List<String> applied = new java.util.concurrent.CopyOnWriteArrayList<>();
+		this.runner.withBean(Handlers.class)
+			.withBean("second", QueueListenerContainerCustomizer.class, () -> new Second(applied))
+			.withBean("first", QueueListenerContainerCustomizer.class, () -> new First(applied))
+			.run((context) -> {
+				QueueListenerEndpointRegistry registry = context.getBean(QueueListenerEndpointRegistry.class);
+				QueueListenerContainer container = registry.getListenerContainer("later");
+				assertThat(applied).containsExactly("first:later", "second:later");
+				assertThat(container.isRunning()).isFalse();
+				context.getBean(QueueTemplate.class).send("later", 1);
+
+				container.start();
+				Handlers handlers = context.getBean(Handlers.class);
+				await().atMost(Duration.ofSeconds(10)).until(() -> !handlers.threads.isEmpty());
+				assertThat(handlers.threads).allMatch((name) -> name.startsWith("app-"));
+			});
+	}
+
+	@Test
+	@EnabledForJreRange(min = JRE.JAVA_21)
+	void pollersRunOnVirtualThreadsWhenBootIsAskedForThem() {
+		this.runner.withBean(Handlers.class).withPropertyValues("spring.threads.virtual.enabled=true").run((context) -> {
+			context.getBean(QueueListenerEndpointRegistry.class).getListenerContainer("later").start();
+			context.getBean(QueueTemplate.class).send("later", 1);
+			Handlers handlers = context.getBean(Handlers.class);
+			await().atMost(Duration.ofSeconds(10)).until(() -> !handlers.virtual.isEmpty());
+			assertThat(handlers.virtual).containsExactly(true);
+		});
+	}
+
+	@Order(1)
+	record First(List<String> applied) implements QueueListenerContainerCustomizer {
+
+		@Override
+		public void customize(QueueListenerContainer container) {
+			this.applied.add("first:" + container.endpoint().id());
+			SimpleAsyncTaskExecutor executor = new SimpleAsyncTaskExecutor("app-");
+			executor.setDaemon(true);
+			container.setTaskExecutor(executor);
+		}
+
+	}
+
+	@Order(2)
+	record Second(List<String> applied) implements QueueListenerContainerCustomizer {
+
+		@Override
+		public void customize(QueueListenerContainer container) {
+			this.applied.add("second:" + container.endpoint().id());
+		}
+
+	}
+
+}

@@ -22,12 +22,15 @@ public class PgQueueHealthIndicator extends AbstractHealthIndicator {
 	@Override
 	protected void doHealthCheck(Health.Builder builder) {
 		boolean up = true;
+		boolean anyRunning = false;
 		for (QueueListenerContainer container : this.registry.getListenerContainers()) {
-			String state = !container.isRunning() ? "stopped" : container.isConnected() ? "polling" : "reconnecting";
+			String state = !container.isRunning() ? "stopped" : !container.isConnected() ? "reconnecting"
+					: container.isPaused() ? "paused" : "polling";
 			up &= !state.equals("reconnecting");
+			anyRunning |= container.isRunning();
 			builder.withDetail("listener." + container.endpoint().id(), state);
 		}
-		if (this.registry.isRunning() && !this.registry.getListenerContainers().isEmpty()) {
+		if (this.registry.isRunning() && anyRunning) {
 			boolean listening = this.registry.isListening();
 			builder.withDetail("notifications", listening ? "listening" : "reconnecting");
 			up &= listening;

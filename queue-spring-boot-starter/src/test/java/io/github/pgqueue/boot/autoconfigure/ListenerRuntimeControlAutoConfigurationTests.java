@@ -18,6 +18,7 @@ import org.junit.jupiter.api.condition.JRE;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.health.contributor.Status;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.core.annotation.Order;
@@ -65,12 +66,20 @@ class ListenerRuntimeControlAutoConfigurationTests {
 				QueueListenerContainer container = registry.getListenerContainer("later");
 				assertThat(applied).containsExactly("first:later", "second:later");
 				assertThat(container.isRunning()).isFalse();
+				PgQueueHealthIndicator health = context.getBean(PgQueueHealthIndicator.class);
+				assertThat(health.health(true).getStatus()).as("no listener runs, so none needs notifications")
+					.isEqualTo(Status.UP);
+				assertThat(health.health(true).getDetails()).containsEntry("listener.later", "stopped");
 				context.getBean(QueueTemplate.class).send("later", 1);
 
 				container.start();
 				Handlers handlers = context.getBean(Handlers.class);
 				await().atMost(Duration.ofSeconds(10)).until(() -> !handlers.threads.isEmpty());
 				assertThat(handlers.threads).allMatch((name) -> name.startsWith("app-"));
+				container.pause();
+				await().atMost(Duration.ofSeconds(10))
+					.until(() -> "paused".equals(health.health(true).getDetails().get("listener.later")));
+				assertThat(health.health(true).getStatus()).isEqualTo(Status.UP);
 			});
 	}
 

@@ -1,6 +1,9 @@
 package io.github.pgqueue.internal;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
@@ -10,6 +13,7 @@ import io.github.pgqueue.Acknowledgment;
 import io.github.pgqueue.PayloadConversionException;
 import io.github.pgqueue.PayloadConverter;
 import io.github.pgqueue.QueueMessage;
+import io.github.pgqueue.listener.BatchListenerFailedException;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.FailureAction;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
@@ -44,6 +48,83 @@ final class Dispatcher {
 
 	String listenerId() {
 		return this.endpoint.id();
+	}
+
+	/** Whether the listener takes each batch at once ({@link #deliverBatch}). */
+	boolean isBatch() {
+		return this.endpoint.isBatch();
+	}
+
+	/**
+	 * Delivers {@code messages} to the batch listener at once and returns how each ends, in
+	 * order; never throws. A message whose payload cannot be read is dead-lettered and left out of
+	 * the list the listener gets. A {@link BatchListenerFailedException} fails the message it names;
+	 * the ones after it go back without an attempt, and the ones before it are acked if
+	 * {@code partialAck} (session mode), or go back too (transactional mode, where the handler's
+	 * writes are rolled back). Any other exception fails every message the listener got.
+	 */
+	List<Delivery> deliverBatch(List<ClaimedMessage> messages, Timer timer, boolean partialAck) {
+		List<Delivery> deliveries = new ArrayList<>(messages.size());
+		List<Delivery> handed = new ArrayList<>(messages.size());
+		List<QueueMessage<Object>> converted = new ArrayList<>(messages.size());
+		for (ClaimedMessage message : messages) {
+			Delivery delivery = new Delivery(message);
+			deliveries.add(delivery);
+			try {
+				converted.add(convert(message));
+				handed.add(delivery);
+			}
+			catch (PayloadConversionException ex) {
+				logger.warn("Listener '{}': message {} of queue '{}' cannot be converted; dead-lettering it: {}",
+						this.endpoint.id(), message.id(), message.queue(), ex.getMessage());
+				delivery.deadLetter(ex.getMessage());
+			}
+			catch (Throwable ex) {
+				fail(unread(message), message, ex, delivery);
+				delivery.fatal = (ex instanceof VirtualMachineError error) ? error : null;
+			}
+		}
+		if (handed.isEmpty()) {
+			return deliveries;
+		}
+		long started = System.nanoTime();
+		try {
+			this.endpoint.batchListener().onMessages(Collections.unmodifiableList(converted));
+			handed.forEach((delivery) -> delivery.completion = Completion.ACK);
+		}
+		catch (Throwable ex) {
+			handed.forEach((delivery) -> delivery.thrown = true);
+			if (interruptedByStop(ex)) {
+				logger.info("Listener '{}': batch handler was interrupted by the stop; giving its {} messages back",
+						this.endpoint.id(), handed.size());
+				handed.forEach((delivery) -> delivery.completion = Completion.GIVE_BACK);
+			}
+			else if (ex instanceof BatchListenerFailedException failed && failed.getIndex() < handed.size()) {
+				int index = failed.getIndex();
+				for (int i = 0; i < handed.size(); i++) {
+					Delivery delivery = handed.get(i);
+					if (i == index) {
+						fail(converted.get(i), delivery.message, (failed.getCause() != null) ? failed.getCause() : failed,
+								delivery);
+					}
+					else {
+						delivery.completion = (i < index && partialAck) ? Completion.ACK : Completion.GIVE_BACK;
+					}
+				}
+			}
+			else {
+				for (int i = 0; i < handed.size(); i++) {
+					fail(converted.get(i), handed.get(i).message, ex, handed.get(i));
+				}
+			}
+			if (ex instanceof VirtualMachineError error) {
+				handed.get(0).fatal = error;
+			}
+		}
+		finally {
+			timer.record(System.nanoTime() - started, TimeUnit.NANOSECONDS);
+		}
+		return deliveries;
 	}
 
 	/** Delivers {@code message} and returns how it ends; never throws. */

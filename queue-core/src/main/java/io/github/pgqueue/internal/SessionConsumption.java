@@ -66,22 +66,28 @@ final class SessionConsumption implements Consumption {
 		Batch batch = new Batch();
 		Timer timer = this.metrics.timer(queue);
 		VirtualMachineError fatal = null;
-		for (ClaimedMessage message : messages) {
-			if (fatal != null || !this.running.getAsBoolean() || Thread.currentThread().isInterrupted()) {
-				batch.unseen.add(message.id());
-				continue;
+		if (this.dispatcher.isBatch()) {
+			fatal = dispatchBatch(messages, batch, timer);
+		}
+		else {
+			for (ClaimedMessage message : messages) {
+				if (fatal != null || !this.running.getAsBoolean() || Thread.currentThread().isInterrupted()) {
+					batch.unseen.add(message.id());
+					continue;
+				}
+				if (batch.size() > 0 && !this.session.checkAlive()) {
+					// The locks went with the session: another consumer may hold these messages now.
+					logger.warn("Listener '{}' lost its database session during a batch of queue '{}'; the {} "
+							+ "messages not yet handled are left to other consumers and {} handled ones will be "
+							+ "delivered again", this.dispatcher.listenerId(), queue, messages.size() - batch.size(),
+							batch.size());
+					throw new LeaseLostException("Session of listener '" + this.dispatcher.listenerId()
+							+ "' ended during a batch");
+				}
+				Delivery delivery = this.dispatcher.deliver(message, timer);
+				batch.add(delivery);
+				fatal = delivery.fatal;
 			}
-			if (batch.size() > 0 && !this.session.checkAlive()) {
-				// The locks went with the session: another consumer may hold these messages now.
-				logger.warn("Listener '{}' lost its database session during a batch of queue '{}'; the {} messages "
-						+ "not yet handled are left to other consumers and {} handled ones will be delivered again",
-						this.dispatcher.listenerId(), queue, messages.size() - batch.size(), batch.size());
-				throw new LeaseLostException("Session of listener '" + this.dispatcher.listenerId()
-						+ "' ended during a batch");
-			}
-			Delivery delivery = this.dispatcher.deliver(message, timer);
-			batch.add(delivery);
-			fatal = delivery.fatal;
 		}
 		boolean interrupted = Thread.interrupted();
 		try {
@@ -95,6 +101,20 @@ final class SessionConsumption implements Consumption {
 		if (fatal != null) {
 			throw new HandlerFatalError(fatal);
 		}
+	}
+
+	/** Hands the whole batch to a batch listener, unless the poller must stop; the fatal error, if any. */
+	private VirtualMachineError dispatchBatch(List<ClaimedMessage> messages, Batch batch, Timer timer) {
+		if (!this.running.getAsBoolean() || Thread.currentThread().isInterrupted()) {
+			messages.forEach((message) -> batch.unseen.add(message.id()));
+			return null;
+		}
+		VirtualMachineError fatal = null;
+		for (Delivery delivery : this.dispatcher.deliverBatch(messages, timer, true)) {
+			batch.add(delivery);
+			fatal = (fatal != null) ? fatal : delivery.fatal;
+		}
+		return fatal;
 	}
 
 	private void complete(String queue, Batch batch) {

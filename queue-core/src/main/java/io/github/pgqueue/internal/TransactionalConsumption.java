@@ -114,34 +114,22 @@ final class TransactionalConsumption implements Consumption {
 		long deadline = System.nanoTime() + this.timeout.toNanos();
 		Connection connection = DataSourceUtils.getConnection(this.dataSource);
 		Batch batch = claim(queue, connection);
-		Savepoint beforeHandlers = null;
 		List<Delivery> deliveries = new ArrayList<>(batch.messages.size());
+		List<ClaimedMessage> usable = new ArrayList<>(batch.messages.size());
 		for (ClaimedMessage message : batch.messages) {
 			String unusable = ConsumerSession.unusable(message, this.maxPayloadBytes);
 			if (unusable != null) {
 				Delivery delivery = new Delivery(message);
 				delivery.deadLetter(unusable);
 				deliveries.add(delivery);
-				continue;
 			}
-			if (batch.fatal != null || !this.running.getAsBoolean() || Thread.currentThread().isInterrupted()
-					|| System.nanoTime() - deadline > 0) {
-				continue; // unseen: its lock goes with the commit, nothing of it was written
-			}
-			Savepoint savepoint = savepoint(connection);
-			if (beforeHandlers == null) {
-				beforeHandlers = savepoint;
-			}
-			Delivery delivery = this.dispatcher.deliver(message, timer);
-			batch.handled++;
-			batch.fatal = delivery.fatal;
-			if (delivery.thrown || delivery.completion == Completion.GIVE_BACK) {
-				rollbackTo(connection, savepoint);
-			}
-			if (delivery.completion != Completion.GIVE_BACK) {
-				deliveries.add(delivery);
+			else {
+				usable.add(message);
 			}
 		}
+		Savepoint beforeHandlers = this.dispatcher.isBatch()
+				? handleBatch(connection, usable, deliveries, batch, deadline, timer)
+				: handleEach(connection, usable, deliveries, batch, deadline, timer);
 		if (beforeHandlers != null) {
 			if (System.nanoTime() - deadline > 0) {
 				deliveries = timedOut(connection, beforeHandlers, deliveries);
@@ -158,6 +146,64 @@ final class TransactionalConsumption implements Consumption {
 			}
 		}
 		return batch;
+	}
+
+	/**
+	 * Runs each message's handler under a savepoint of its own; the first savepoint, or null if
+	 * no handler ran. A message left unseen (the poller stops, a fatal error, the deadline) is not
+	 * in {@code deliveries}: its lock goes with the commit and nothing of it was written.
+	 */
+	private Savepoint handleEach(Connection connection, List<ClaimedMessage> messages, List<Delivery> deliveries,
+			Batch batch, long deadline, Timer timer) {
+		Savepoint first = null;
+		for (ClaimedMessage message : messages) {
+			if (batch.fatal != null || mustStop(deadline)) {
+				continue;
+			}
+			Savepoint savepoint = savepoint(connection);
+			if (first == null) {
+				first = savepoint;
+			}
+			Delivery delivery = this.dispatcher.deliver(message, timer);
+			batch.handled++;
+			batch.fatal = delivery.fatal;
+			if (delivery.thrown || delivery.completion == Completion.GIVE_BACK) {
+				rollbackTo(connection, savepoint);
+			}
+			if (delivery.completion != Completion.GIVE_BACK) {
+				deliveries.add(delivery);
+			}
+		}
+		return first;
+	}
+
+	/**
+	 * Runs a batch listener on every message at once under one savepoint: if it throws, all its
+	 * writes are rolled back (so no message of the batch is acked, see {@link Dispatcher#deliverBatch}).
+	 * The savepoint, or null if the listener did not run.
+	 */
+	private Savepoint handleBatch(Connection connection, List<ClaimedMessage> messages, List<Delivery> deliveries,
+			Batch batch, long deadline, Timer timer) {
+		if (messages.isEmpty() || mustStop(deadline)) {
+			return null;
+		}
+		Savepoint savepoint = savepoint(connection);
+		List<Delivery> handled = this.dispatcher.deliverBatch(messages, timer, false);
+		batch.handled += messages.size();
+		if (handled.stream().anyMatch((delivery) -> delivery.thrown)) {
+			rollbackTo(connection, savepoint);
+		}
+		for (Delivery delivery : handled) {
+			batch.fatal = (batch.fatal != null) ? batch.fatal : delivery.fatal;
+			if (delivery.completion != Completion.GIVE_BACK) {
+				deliveries.add(delivery);
+			}
+		}
+		return savepoint;
+	}
+
+	private boolean mustStop(long deadline) {
+		return !this.running.getAsBoolean() || Thread.currentThread().isInterrupted() || System.nanoTime() - deadline > 0;
 	}
 
 	/**
@@ -381,7 +427,8 @@ final class TransactionalConsumption implements Consumption {
 					+ ex.getMessage(), ex);
 		}
 		Savepoint savepoint = savepoint(connection);
-		Delivery delivery = this.dispatcher.deliver(message, timer);
+		Delivery delivery = this.dispatcher.isBatch() ? this.dispatcher.deliverBatch(List.of(message), timer, false).get(0)
+				: this.dispatcher.deliver(message, timer);
 		batch.handled = 1;
 		batch.fatal = delivery.fatal;
 		boolean late = System.nanoTime() - deadline > 0;

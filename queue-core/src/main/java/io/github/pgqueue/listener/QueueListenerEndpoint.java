@@ -17,19 +17,41 @@ import io.github.pgqueue.QueueNames;
  * @param ackMode who completes messages
  * @param autoStartup whether the registry starts it with the application
  * @param payloadType the type payloads are converted to
- * @param listener what handles each message
+ * @param listener what handles each message, or null for a batch listener
  * @param errorHandler what decides on failures
  * @param batchSize messages claimed per statement
  * @param pollInterval the longest an idle poller waits when no notification arrives
  * @param mode how messages are taken: session locks, or the handler's own transaction
  * @param transactionTimeout in transactional mode, the longest one batch's transaction may take
+ * @param batchListener what handles each claimed batch at once, instead of {@code listener}
  */
 public record QueueListenerEndpoint(String id, List<String> queues, int concurrency, AckMode ackMode,
 		boolean autoStartup, Type payloadType, QueueMessageListener listener, QueueErrorHandler errorHandler,
-		int batchSize, Duration pollInterval, ConsumptionMode mode, Duration transactionTimeout) {
+		int batchSize, Duration pollInterval, ConsumptionMode mode, Duration transactionTimeout,
+		QueueBatchListener batchListener) {
 
 	/** The transaction timeout unless configured otherwise. */
 	public static final Duration DEFAULT_TRANSACTION_TIMEOUT = Duration.ofSeconds(30);
+
+	/** An endpoint whose listener handles one message at a time. */
+	public QueueListenerEndpoint(String id, List<String> queues, int concurrency, AckMode ackMode, boolean autoStartup,
+			Type payloadType, QueueMessageListener listener, QueueErrorHandler errorHandler, int batchSize,
+			Duration pollInterval, ConsumptionMode mode, Duration transactionTimeout) {
+		this(id, queues, concurrency, ackMode, autoStartup, payloadType, listener, errorHandler, batchSize,
+				pollInterval, mode, transactionTimeout, null);
+	}
+
+	/**
+	 * An endpoint whose listener handles each claimed batch (up to {@code batchSize} messages of
+	 * one queue) at once; acknowledgment is automatic.
+	 */
+	public static QueueListenerEndpoint batch(String id, List<String> queues, int concurrency, boolean autoStartup,
+			Type payloadType, QueueBatchListener listener, QueueErrorHandler errorHandler, int batchSize,
+			Duration pollInterval, ConsumptionMode mode, Duration transactionTimeout) {
+		Objects.requireNonNull(listener, "listener");
+		return new QueueListenerEndpoint(id, queues, concurrency, AckMode.AUTO, autoStartup, payloadType, null,
+				errorHandler, batchSize, pollInterval, mode, transactionTimeout, listener);
+	}
 
 	/** An endpoint in session mode. */
 	public QueueListenerEndpoint(String id, List<String> queues, int concurrency, AckMode ackMode, boolean autoStartup,
@@ -64,8 +86,20 @@ public record QueueListenerEndpoint(String id, List<String> queues, int concurre
 		}
 		Objects.requireNonNull(ackMode, "ackMode");
 		Objects.requireNonNull(payloadType, "payloadType");
-		Objects.requireNonNull(listener, "listener");
+		if ((listener == null) == (batchListener == null)) {
+			throw new IllegalArgumentException("Listener '" + id + "' needs exactly one of a message listener and a "
+					+ "batch listener");
+		}
+		if (batchListener != null && ackMode != AckMode.AUTO) {
+			throw new IllegalArgumentException("Listener '" + id + "' is a batch listener; it acknowledges "
+					+ "automatically (ackMode AUTO), not " + ackMode);
+		}
 		Objects.requireNonNull(errorHandler, "errorHandler");
+	}
+
+	/** Whether the listener handles each claimed batch at once. */
+	public boolean isBatch() {
+		return this.batchListener != null;
 	}
 
 }

@@ -8,17 +8,19 @@ import java.lang.reflect.Type;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.BiFunction;
+import java.util.function.Function;
 
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.Acknowledgment;
 import io.github.pgqueue.QueueMessage;
+import io.github.pgqueue.listener.QueueBatchListener;
 import io.github.pgqueue.listener.QueueMessageListener;
 
 /**
  * Calls one {@link QueueListener} method, binding each parameter from the message. The binding is
  * worked out once, at startup, and every parameter that cannot be bound is reported there.
  */
-final class ListenerMethodInvoker implements QueueMessageListener {
+final class ListenerMethodInvoker implements QueueMessageListener, QueueBatchListener {
 
 	private final Object bean;
 
@@ -28,12 +30,46 @@ final class ListenerMethodInvoker implements QueueMessageListener {
 
 	private final Type payloadType;
 
+	/** For a batch listener: what its one parameter gets from the batch. */
+	private final Function<List<QueueMessage<Object>>, Object> batchArgument;
+
 	private ListenerMethodInvoker(Object bean, Method method, List<BiFunction<QueueMessage<Object>, Acknowledgment, Object>> arguments,
-			Type payloadType) {
+			Type payloadType, Function<List<QueueMessage<Object>>, Object> batchArgument) {
 		this.bean = bean;
 		this.method = method;
 		this.arguments = arguments;
 		this.payloadType = payloadType;
+		this.batchArgument = batchArgument;
+	}
+
+	/**
+	 * Works out how to bind a batch listener method: one parameter, a {@code List<T>} of payloads
+	 * or a {@code List<QueueMessage<T>>}.
+	 * @throws IllegalStateException naming the bean, the method and what to change
+	 */
+	static ListenerMethodInvoker createBatch(String beanName, Object bean, Method method, AckMode ackMode) {
+		if (ackMode != AckMode.AUTO) {
+			throw invalid(beanName, method, "a batch listener is acknowledged automatically; remove ackMode = "
+					+ ackMode + " or batch = true");
+		}
+		if (method.getParameterCount() != 1 || method.getParameterTypes()[0] != List.class) {
+			throw invalid(beanName, method, "a batch listener (batch = true) takes exactly one parameter, a List<T> "
+					+ "of payloads or a List<QueueMessage<T>>");
+		}
+		Type element = (method.getGenericParameterTypes()[0] instanceof ParameterizedType list)
+				? list.getActualTypeArguments()[0] : Object.class;
+		Class<?> elementClass = (element instanceof ParameterizedType parameterized)
+				? (Class<?>) parameterized.getRawType() : (element instanceof Class<?> type) ? type : Object.class;
+		if (elementClass == QueueMessage.class) {
+			Type payloadType = (element instanceof ParameterizedType parameterized)
+					? parameterized.getActualTypeArguments()[0] : Object.class;
+			return new ListenerMethodInvoker(bean, method, List.of(), payloadType, (messages) -> messages);
+		}
+		if (elementClass == Acknowledgment.class) {
+			throw invalid(beanName, method, "a batch listener is acknowledged automatically; it takes no Acknowledgment");
+		}
+		return new ListenerMethodInvoker(bean, method, List.of(), element,
+				(messages) -> messages.stream().map(QueueMessage::payload).toList());
 	}
 
 	/**
@@ -86,7 +122,8 @@ final class ListenerMethodInvoker implements QueueMessageListener {
 			throw invalid(beanName, method, "ackMode is MANUAL but the method has no Acknowledgment parameter to "
 					+ "complete the message with; add one or use ackMode AUTO");
 		}
-		return new ListenerMethodInvoker(bean, method, arguments, (payloadType != null) ? payloadType : Object.class);
+		return new ListenerMethodInvoker(bean, method, arguments, (payloadType != null) ? payloadType : Object.class,
+				null);
 	}
 
 	private static IllegalStateException invalid(String beanName, Method method, String reason) {
@@ -105,6 +142,15 @@ final class ListenerMethodInvoker implements QueueMessageListener {
 		for (int i = 0; i < args.length; i++) {
 			args[i] = this.arguments.get(i).apply(message, ack);
 		}
+		invoke(args);
+	}
+
+	@Override
+	public void onMessages(List<QueueMessage<Object>> messages) throws Exception {
+		invoke(new Object[] { this.batchArgument.apply(messages) });
+	}
+
+	private void invoke(Object[] args) throws Exception {
 		try {
 			this.method.invoke(this.bean, args);
 		}

@@ -51,4 +51,13 @@ public @interface QueueListener {
 	 */
 	String transactionTimeout() default "";
 
+	/**
+	 * Whether the method takes each claimed batch at once (up to {@code pgqueue.listener.batch-size}
+	 * messages of one queue), as its one parameter: a {@code List<T>} of payloads or a
+	 * {@code List<QueueMessage<T>>}. Returning acks the batch; a
+	 * {@link io.github.pgqueue.listener.BatchListenerFailedException} names the message that failed
+	 * (see {@link io.github.pgqueue.listener.QueueBatchListener}); any other exception fails them all.
+	 */
+	boolean batch() default false;
+
 }

@@ -82,8 +82,9 @@ public class QueueListenerAnnotationBeanPostProcessor
 		methods.forEach((method, annotation) -> {
 			Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
 			ReflectionUtils.makeAccessible(invocable);
-			ListenerMethodInvoker invoker = ListenerMethodInvoker.create(beanName, bean, invocable,
-					annotation.ackMode());
+			ListenerMethodInvoker invoker = annotation.batch()
+					? ListenerMethodInvoker.createBatch(beanName, bean, invocable, annotation.ackMode())
+					: ListenerMethodInvoker.create(beanName, bean, invocable, annotation.ackMode());
 			Found listener = new Found(beanName, method, annotation, invoker);
 			synchronized (this.found) {
 				(this.started ? late : this.found).add(listener);
@@ -164,6 +165,12 @@ public class QueueListenerAnnotationBeanPostProcessor
 		}
 		QueueListenerDefaults.Consumption consumption = consumption(where, annotation, queues, defaults);
 		try {
+			if (annotation.batch()) {
+				return QueueListenerEndpoint.batch(id, queues, concurrency, Boolean.parseBoolean(autoStartup),
+						found.invoker().payloadType(), found.invoker(), errorHandler(where, annotation),
+						defaults.batchSize(), defaults.pollInterval(), consumption.mode(),
+						consumption.transactionTimeout());
+			}
 			return new QueueListenerEndpoint(id, queues, concurrency, annotation.ackMode(),
 					Boolean.parseBoolean(autoStartup), found.invoker().payloadType(), found.invoker(),
 					errorHandler(where, annotation), defaults.batchSize(), defaults.pollInterval(),

@@ -50,6 +50,15 @@ public interface QueueOperations {
 	/** As {@link #receive(String, Class)}, for a generic payload type. */
 	<T> Optional<Lease<T>> receive(String queue, Type payloadType);
 
+	/**
+	 * Claims message {@code id} of {@code queue}, holding it as {@link #receive(String, Class)}
+	 * does, if it is visible and free; empty if it is held by a consumer, delayed, not its FIFO
+	 * group's head, or gone (or was dead-lettered now, having used up its attempts).
+	 * @throws PayloadConversionException if its payload cannot be read as {@code payloadType}; the
+	 * message is left as it was, for consumers that can read it
+	 */
+	<T> Optional<Lease<T>> receive(String queue, long id, Class<T> payloadType);
+
 	/** Deletes message {@code id} of {@code queue} unless a consumer holds it. */
 	CancelResult cancel(String queue, long id);
 

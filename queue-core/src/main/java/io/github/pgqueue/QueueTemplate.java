@@ -260,6 +260,34 @@ public final class QueueTemplate implements QueueOperations {
 		}
 	}
 
+	@Override
+	@SuppressWarnings("unchecked")
+	public <T> Optional<Lease<T>> receive(String queue, long id, Class<T> payloadType) {
+		QueueNames.requireQueue(queue);
+		ConsumerSession session = openSession();
+		try {
+			List<ClaimedMessage> claimed = session.claimById(queue, id).messages();
+			if (claimed.isEmpty()) {
+				session.close();
+				return Optional.empty();
+			}
+			ClaimedMessage message = claimed.get(0);
+			try {
+				QueueMessage<T> converted = (QueueMessage<T>) toQueueMessage(message, payloadType, this.converter);
+				return Optional.of(new Lease<>(session, message, converted));
+			}
+			catch (PayloadConversionException ex) {
+				session.release(List.of(id), true); // the attempt given back; the catch below closes the session
+				throw new PayloadConversionException("Message " + id + " of queue '" + queue + "' cannot be read as "
+						+ payloadType.getName() + " (it was left in the queue): " + ex.getMessage(), ex);
+			}
+		}
+		catch (RuntimeException ex) {
+			session.close();
+			throw ex;
+		}
+	}
+
 	/** Converts a claimed row into the message a handler sees. */
 	static QueueMessage<Object> toQueueMessage(ClaimedMessage message, Type payloadType, PayloadConverter converter) {
 		Object payload = converter.read(message.payloadJson(), payloadType);

@@ -201,6 +201,31 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 	}
 
+	/**
+	 * Claims message {@code id} of {@code queue} if it is visible, free and, in a FIFO group, its
+	 * group's head; an empty claim otherwise (one that dead-lettered it if it was exhausted).
+	 */
+	public Claim claimById(String queue, long id) {
+		if (!this.held.isEmpty()) {
+			throw new IllegalStateException("Session " + this.backendPid + " still holds " + this.held
+					+ "; complete them before claiming more");
+		}
+		checkNotLost();
+		this.claimedQueue = queue;
+		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.claimById())) {
+			ps.setLong(1, id);
+			ps.setString(2, queue);
+			ps.setInt(3, this.namespace);
+			ps.setString(4, queue);
+			ps.setInt(5, this.namespace);
+			ps.setInt(6, this.maxPayloadBytes);
+			return readClaim(queue, ps);
+		}
+		catch (SQLException ex) {
+			throw claimFailure(queue, ex);
+		}
+	}
+
 	/** Reads a claim's rows: holds what was claimed, dead-letters what is exhausted or oversized. */
 	private Claim readClaim(String queue, PreparedStatement ps) throws SQLException {
 		List<ClaimedMessage> deliverable = new ArrayList<>();

@@ -139,6 +139,8 @@ public final class QueueSql {
 
 	private final String claimSuspect;
 
+	private final String claimById;
+
 
 	private final String schema;
 
@@ -526,17 +528,51 @@ public final class QueueSql {
 		// 1 id, 2 queue, 3 namespace, 4 queue, 5 namespace, 6 payload limit. Claims one suspect of a
 		// transactional queue on a session, as the session claim does, and counts what was never
 		// written: the aborted transaction's attempt (unless its claim was open, i.e. counted) and
-		// this one. Output as the session claim's.
+		// this one. Output as the session claim's. The conditions are tested in a materialized CTE,
+		// before the lock: in one WHERE clause PostgreSQL tests the cheap lock function before the
+		// costly ones, and a row they then reject would keep the lock its session took.
 		this.claimSuspect = ("""
-				WITH locked AS (
+				WITH candidate AS MATERIALIZED (
 				    SELECT m.id FROM %1$s.message m
 				     WHERE m.id = ? AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
 				       AND ((m.claim_open AND m.claimed_at > pg_postmaster_start_time()) OR %1$s.locker_aborted(m.xmax))
-				       AND pg_try_advisory_lock(?, m.id::bit(32)::int4)
+				),
+				locked AS (
+				    SELECT id FROM candidate WHERE pg_try_advisory_lock(?, id::bit(32)::int4)
 				),
 				claimed AS (
 				    UPDATE %1$s.message m
 				       SET attempts = m.attempts + CASE WHEN m.claim_open THEN 1 ELSE 2 END,
+				           claim_open = true, claimed_at = now()
+				      FROM locked l
+				     WHERE m.id = l.id AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
+				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
+				              m.max_attempts, m.created_at, m.last_error
+				)
+				SELECT l.id,
+				       CASE WHEN c.id IS NULL THEN pg_advisory_unlock(?, l.id::bit(32)::int4) END,
+				""" + CLAIMED_COLUMNS.formatted("c.attempts") + """
+				  FROM locked l
+				  LEFT JOIN claimed c ON c.id = l.id
+				""" + POLICY_JOINS).formatted(s);
+
+		// 1 id, 2 queue, 3 namespace, 4 queue, 5 namespace, 6 payload limit. Claims one message by
+		// id on a session, if it is visible, free (no session or transaction holds its advisory key)
+		// and, in a FIFO group, its group's head; counts the attempt as a session claim does (and the
+		// lost one of a transactional consumer that died holding it). Output as the session claim's.
+		this.claimById = ("""
+				WITH candidate AS MATERIALIZED (
+				    SELECT m.id FROM %1$s.message m
+				     WHERE m.id = ? AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
+				""" + GROUP_HEAD + """
+				),
+				locked AS (
+				    SELECT id FROM candidate WHERE pg_try_advisory_lock(?, id::bit(32)::int4)
+				),
+				claimed AS (
+				    UPDATE %1$s.message m
+				       SET attempts = m.attempts
+				                      + CASE WHEN NOT m.claim_open AND %1$s.locker_aborted(m.xmax) THEN 2 ELSE 1 END,
 				           claim_open = true, claimed_at = now()
 				      FROM locked l
 				     WHERE m.id = l.id AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
@@ -677,6 +713,10 @@ public final class QueueSql {
 
 	public String claimSuspect() {
 		return this.claimSuspect;
+	}
+
+	public String claimById() {
+		return this.claimById;
 	}
 
 	/** The validated schema name. */

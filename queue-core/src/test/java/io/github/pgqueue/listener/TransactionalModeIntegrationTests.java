@@ -275,6 +275,15 @@ class TransactionalModeIntegrationTests {
 	}
 
 	@Test
+	void claimingAMessageThatIsNoLongerASuspectTakesNothingAndLeavesNoLock() {
+		long id = this.template.send("settled", 1);
+		try (io.github.pgqueue.internal.ConsumerSession session = this.template.openSession(this.consumerPool)) {
+			assertThat(session.claimSuspect("settled", id).messages()).isEmpty();
+			assertThat(advisoryLocks()).as("the lock is tried only on a row that is a suspect").isZero();
+		}
+	}
+
+	@Test
 	void aConsumerThatDiedAfterTheClaimsSnapshotWasTakenIsStillSeenAsDead() throws Exception {
 		long id = this.template.send("newer", 1);
 		try (java.sql.Connection reader = this.app.getConnection(); java.sql.Connection locker = this.app.getConnection()) {

@@ -153,8 +153,8 @@ public final class QueueTestSupport {
 			payload = payloadType.cast(this.template.payloadConverter().read(rs.getString("payload"), payloadType));
 		}
 		catch (PayloadConversionException | ClassCastException ex) {
-			throw new AssertionError("Message " + id + " of queue '" + queue + "' cannot be read as "
-					+ payloadType.getName() + " (Object.class reads any payload): " + ex.getMessage(), ex);
+			throw new AssertionError("Message " + id + " of queue '" + queue + "': " + ex.getMessage()
+					+ " (Object.class reads any payload)", ex);
 		}
 		return new StoredMessage<>(id, queue, payload, Headers.read(rs.getString("headers")), rs.getInt("priority"),
 				rs.getInt("attempts"), rs.getBoolean("parked") ? Instant.MAX : instant(rs, "visible_at"), instant(rs, "created_at"), rs.getString("last_error"),

@@ -16,7 +16,7 @@ import org.springframework.core.env.Environment;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
-/** The helpers on a real PostgreSQL, in an application whose only listener consumes {@code emails}. */
+/** QueueTestSupport on a real PostgreSQL, in an application whose only listener consumes {@code emails}. */
 @SpringBootTest
 @EmbeddedPgQueue
 class QueueTestSupportIntegrationTests {

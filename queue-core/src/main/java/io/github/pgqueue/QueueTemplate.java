@@ -416,7 +416,7 @@ public final class QueueTemplate implements QueueOperations {
 	 * Rejects a definition whose dead letters would come back to it: a queue that is its own
 	 * dead-letter queue, or a chain of declared queues that leads back to it.
 	 */
-	private void checkNoDeadLetterCycle(QueueDefinition definition) {
+	void checkNoDeadLetterCycle(QueueDefinition definition) {
 		List<String> chain = new ArrayList<>(List.of(definition.name()));
 		String next = definition.effectiveDeadLetterQueue();
 		while (next != null && !chain.contains(next)) {

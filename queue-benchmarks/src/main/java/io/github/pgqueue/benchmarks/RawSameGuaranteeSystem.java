@@ -106,14 +106,15 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 		claim.setString(1, QUEUE);
 		claim.setString(2, QUEUE);
 		claim.setString(3, QUEUE);
-		claim.setBoolean(4, true);
-		claim.setInt(5, batchSize + CLAIM_WINDOW);
-		claim.setInt(6, namespace);
-		claim.setInt(7, batchSize);
-		claim.setString(8, QUEUE);
-		claim.setInt(9, namespace);
-		claim.setInt(10, QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
-		claim.setString(11, QUEUE);
+		claim.setString(4, QUEUE);
+		claim.setBoolean(5, true);
+		claim.setInt(6, batchSize + CLAIM_WINDOW);
+		claim.setInt(7, namespace);
+		claim.setInt(8, batchSize);
+		claim.setString(9, QUEUE);
+		claim.setInt(10, namespace);
+		claim.setInt(11, QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
+		claim.setString(12, QUEUE);
 	}
 
 	/** One worker's session: its backend pid guards the ack, as in pgqueue. */

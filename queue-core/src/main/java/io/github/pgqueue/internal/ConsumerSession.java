@@ -159,14 +159,15 @@ public final class ConsumerSession implements AutoCloseable {
 			ps.setString(1, queue);
 			ps.setString(2, queue);
 			ps.setString(3, queue);
-			ps.setBoolean(4, mayTakeOpen);
-			ps.setInt(5, max + QueueSql.CLAIM_WINDOW);
-			ps.setInt(6, this.namespace);
-			ps.setInt(7, max);
-			ps.setString(8, queue);
-			ps.setInt(9, this.namespace);
-			ps.setInt(10, this.maxPayloadBytes);
-			ps.setString(11, queue);
+			ps.setString(4, queue);
+			ps.setBoolean(5, mayTakeOpen);
+			ps.setInt(6, max + QueueSql.CLAIM_WINDOW);
+			ps.setInt(7, this.namespace);
+			ps.setInt(8, max);
+			ps.setString(9, queue);
+			ps.setInt(10, this.namespace);
+			ps.setInt(11, this.maxPayloadBytes);
+			ps.setString(12, queue);
 			return readClaim(queue, ps);
 		}
 		catch (SQLException ex) {

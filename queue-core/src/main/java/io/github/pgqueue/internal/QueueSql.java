@@ -24,7 +24,9 @@ public final class QueueSql {
 	 */
 	private static final String PRIORITIES = """
 			WITH RECURSIVE priorities AS (
-			    (SELECT priority FROM %1$s.message WHERE queue = ? ORDER BY priority LIMIT 1)
+			    (SELECT priority FROM %1$s.message
+			      WHERE queue = ? AND NOT EXISTS (SELECT 1 FROM %1$s.queue WHERE name = ? AND paused)
+			      ORDER BY priority LIMIT 1)
 			    UNION ALL
 			    SELECT (SELECT m.priority FROM %1$s.message m
 			             WHERE m.queue = ? AND m.priority > p.priority
@@ -190,8 +192,9 @@ public final class QueueSql {
 				 ORDER BY p.n
 				RETURNING id""".formatted(s);
 
-		// 1 queue, 2 queue, 3 queue, 4 may take a message whose consumer died, 5 window,
-		// 6 namespace, 7 batch size, 8 queue, 9 namespace, 10 payload limit in bytes, 11 queue.
+		// 1 queue, 2 queue (paused?), 3 queue, 4 queue, 5 may take a message whose consumer died,
+		// 6 window, 7 namespace, 8 batch size, 9 queue, 10 namespace, 11 payload limit in bytes,
+		// 12 queue. A paused queue has no priorities: nothing is claimed, and no next due time.
 		//
 		// locked: walks the claim index priority by priority (a loose index scan, so a priority that
 		// only holds delayed messages costs one probe), tests queue and visibility before the lock,

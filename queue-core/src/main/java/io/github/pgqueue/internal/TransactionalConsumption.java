@@ -282,12 +282,13 @@ final class TransactionalConsumption implements Consumption {
 			ps.setString(1, queue);
 			ps.setString(2, queue);
 			ps.setString(3, queue);
-			ps.setInt(4, this.batchSize + QueueSql.CLAIM_WINDOW);
-			ps.setInt(5, this.namespace);
-			ps.setInt(6, this.batchSize);
-			ps.setString(7, queue);
-			ps.setInt(8, this.maxPayloadBytes);
-			ps.setString(9, queue);
+			ps.setString(4, queue);
+			ps.setInt(5, this.batchSize + QueueSql.CLAIM_WINDOW);
+			ps.setInt(6, this.namespace);
+			ps.setInt(7, this.batchSize);
+			ps.setString(8, queue);
+			ps.setInt(9, this.maxPayloadBytes);
+			ps.setString(10, queue);
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {
 					if (rs.getObject(1) == null) {

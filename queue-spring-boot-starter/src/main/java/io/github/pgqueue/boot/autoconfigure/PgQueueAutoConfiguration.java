@@ -10,6 +10,7 @@ import javax.sql.DataSource;
 
 import io.github.pgqueue.JacksonPayloadConverter;
 import io.github.pgqueue.PayloadConverter;
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.annotation.QueueListenerAnnotationBeanPostProcessor;
 import io.github.pgqueue.annotation.QueueListenerDefaults;
@@ -74,6 +75,13 @@ public final class PgQueueAutoConfiguration {
 			.payloadConverter(converter)
 			.meterRegistry(meterRegistry.getIfAvailable(CompositeMeterRegistry::new))
 			.build();
+	}
+
+	/** Queue administration at runtime: create, alter, drop, purge, pause and resume queues. */
+	@Bean
+	@ConditionalOnMissingBean
+	QueueAdmin queueAdmin(QueueTemplate queueTemplate, PgQueueSchemaInitializer schema) {
+		return new QueueAdmin(queueTemplate);
 	}
 
 	/** Each context declares its own queues (a child context's too). */

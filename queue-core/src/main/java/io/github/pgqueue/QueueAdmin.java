@@ -1,0 +1,243 @@
+package io.github.pgqueue;
+
+import java.time.Duration;
+import java.util.List;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.core.ResultSetExtractor;
+
+/**
+ * Queue administration at runtime, for every JVM that shares the database: create, alter and drop
+ * queues, purge them, pause and resume their consumption, list them with their stats, and redrive
+ * their dead letters. Usable with or without Spring: {@code new QueueAdmin(template)}.
+ * <p>
+ * Nothing here touches a message a consumer holds: a purge skips them, and a drop that would
+ * have to delete one fails.
+ */
+public final class QueueAdmin {
+
+	/** Rows a purge deletes per transaction (each deleted row takes a lock for its transaction). */
+	private static final int PURGE_CHUNK = 1000;
+
+	private final QueueTemplate template;
+
+	private final JdbcTemplate jdbc;
+
+	private final String insertQueue;
+
+	private final String updateQueue;
+
+	private final String deleteQueue;
+
+	private final String setPaused;
+
+	private final String queueRow;
+
+	private final String declared;
+
+	private final String purgeChunk;
+
+	private final String bindingsOf;
+
+	private final String messages;
+
+	public QueueAdmin(QueueTemplate template) {
+		this.template = template;
+		this.jdbc = new JdbcTemplate(template.dataSource());
+		String s = "\"" + template.schema() + "\"";
+		this.insertQueue = """
+				INSERT INTO %s.queue (name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms,
+				                      dead_letter_queue)
+				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING""".formatted(s);
+		this.updateQueue = """
+				UPDATE %s.queue SET max_attempts = ?, backoff_initial_ms = ?, backoff_multiplier = ?, backoff_max_ms = ?,
+				                    dead_letter_queue = ?, updated_at = now()
+				 WHERE name = ?""".formatted(s);
+		this.deleteQueue = "DELETE FROM %s.queue WHERE name = ?".formatted(s);
+		this.setPaused = "UPDATE %s.queue SET paused = ?, updated_at = now() WHERE name = ?".formatted(s);
+		this.queueRow = """
+				SELECT name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, dead_letter_queue, paused
+				  FROM %s.queue""".formatted(s);
+		this.declared = "SELECT EXISTS (SELECT 1 FROM %s.queue WHERE name = ?)".formatted(s);
+		// 1 queue, 2 after id, 3 everything (or only what is visible), 4 chunk, 5 namespace. Locks a
+		// chunk of rows in id order, skipping rows a transaction holds, deletes those whose advisory
+		// key is free (no session holds them); returns the last id it looked at and how many it deleted.
+		this.purgeChunk = """
+				WITH chunk AS MATERIALIZED (
+				    SELECT id FROM %1$s.message
+				     WHERE queue = ? AND id > ? AND (? OR visible_at <= now())
+				     ORDER BY id LIMIT ?
+				       FOR UPDATE SKIP LOCKED
+				),
+				deleted AS (
+				    DELETE FROM %1$s.message m USING chunk c
+				     WHERE m.id = c.id AND pg_try_advisory_xact_lock(?, c.id::bit(32)::int4)
+				    RETURNING m.id
+				)
+				SELECT (SELECT max(id) FROM chunk), (SELECT count(*) FROM chunk), (SELECT count(*) FROM deleted)"""
+			.formatted(s);
+		this.bindingsOf = "SELECT DISTINCT exchange FROM %s.binding WHERE queue = ? ORDER BY 1".formatted(s);
+		this.messages = "SELECT count(*) FROM %s.message WHERE queue = ?".formatted(s);
+	}
+
+	/**
+	 * Creates a queue with {@code definition}'s policy.
+	 * @throws IllegalStateException if it exists (change it with {@link #alter})
+	 */
+	public void create(QueueDefinition definition) {
+		this.template.checkNoDeadLetterCycle(definition);
+		int inserted = this.jdbc.update(this.insertQueue, definition.name(), definition.maxAttempts(),
+				definition.backoffInitial().toMillis(), definition.backoffMultiplier(), definition.backoffMax().toMillis(),
+				definition.deadLetterQueue());
+		if (inserted == 0) {
+			throw new IllegalStateException("Queue '" + definition.name() + "' already exists; change it with alter");
+		}
+	}
+
+	/**
+	 * Changes the policy of an existing queue; consumers apply it from their next claim.
+	 * @throws IllegalStateException if it does not exist (create it with {@link #create})
+	 */
+	public void alter(QueueDefinition definition) {
+		this.template.checkNoDeadLetterCycle(definition);
+		int updated = this.jdbc.update(this.updateQueue, definition.maxAttempts(), definition.backoffInitial().toMillis(),
+				definition.backoffMultiplier(), definition.backoffMax().toMillis(), definition.deadLetterQueue(),
+				definition.name());
+		if (updated == 0) {
+			throw new IllegalStateException("Queue '" + definition.name() + "' does not exist; create it first");
+		}
+	}
+
+	/**
+	 * Drops a queue's definition. A queue that holds messages is dropped only if {@code force}, and
+	 * then its messages are deleted first; a queue bound to an exchange is not dropped.
+	 * @throws IllegalStateException if the queue does not exist, is bound, holds messages and
+	 * {@code force} is false, or holds messages a consumer is handling right now
+	 */
+	public void drop(String queue, boolean force) {
+		requireDeclared(queue);
+		List<String> exchanges = this.jdbc.queryForList(this.bindingsOf, String.class, queue);
+		if (!exchanges.isEmpty()) {
+			throw new IllegalStateException("Queue '" + queue + "' is bound to exchange(s) " + exchanges
+					+ "; remove those bindings before dropping it");
+		}
+		long held = count(queue);
+		if (held > 0 && !force) {
+			throw new IllegalStateException("Queue '" + queue + "' holds " + held + " message(s); purge it first, "
+					+ "or drop it with force to delete them");
+		}
+		if (held > 0) {
+			purge(queue, Purge.ALL);
+			long left = count(queue);
+			if (left > 0) {
+				throw new IllegalStateException("Queue '" + queue + "' still holds " + left + " message(s) that "
+						+ "consumers are handling right now; try again once they are done");
+			}
+		}
+		this.jdbc.update(this.deleteQueue, queue);
+	}
+
+	/** What a purge deletes. */
+	public enum Purge {
+
+		/** The messages visible now: neither delayed, backing off nor held. */
+		READY,
+
+		/** Every message not held by a consumer, delayed ones included. */
+		ALL
+
+	}
+
+	/**
+	 * Deletes messages of {@code queue}, never one a consumer holds; returns how many. Works in
+	 * chunks, each its own transaction, so a large purge holds few locks at a time.
+	 */
+	public long purge(String queue, Purge scope) {
+		QueueNames.requireQueue(queue);
+		long after = 0;
+		long deleted = 0;
+		int ns = this.template.lockNamespace();
+		while (true) {
+			long[] chunk = this.jdbc.queryForObject(this.purgeChunk,
+					(rs, row) -> new long[] { rs.getLong(1), rs.getLong(2), rs.getLong(3) }, queue, after,
+					scope == Purge.ALL, PURGE_CHUNK, ns);
+			deleted += chunk[2];
+			if (chunk[1] < PURGE_CHUNK) {
+				return deleted;
+			}
+			after = chunk[0];
+		}
+	}
+
+	/**
+	 * Pauses consumption of {@code queue} for every consumer in every JVM: from their next claim
+	 * (within one poll interval), listeners and {@code receive} take nothing from it. Sends still go
+	 * in; messages being handled finish normally.
+	 * @throws IllegalStateException if the queue does not exist
+	 */
+	public void pause(String queue) {
+		setPaused(queue, true);
+	}
+
+	/** Resumes consumption of a paused queue: idle listeners are woken at once. */
+	public void resume(String queue) {
+		setPaused(queue, false);
+	}
+
+	private void setPaused(String queue, boolean paused) {
+		QueueNames.requireQueue(queue);
+		if (this.jdbc.update(this.setPaused, paused, queue) == 0) {
+			throw new IllegalStateException("Queue '" + queue + "' does not exist; declare it before "
+					+ (paused ? "pausing" : "resuming") + " it");
+		}
+		if (!paused) {
+			this.jdbc.query("SELECT pg_notify(?, ?)", (ResultSetExtractor<Void>) (rs) -> null,
+					this.template.sql().channel(), queue);
+		}
+	}
+
+	/** Whether consumption of {@code queue} is paused. */
+	public boolean isPaused(String queue) {
+		return list().stream().anyMatch((info) -> info.definition().name().equals(queue) && info.paused());
+	}
+
+	/**
+	 * The declared queues, by name, with their policy, whether they are paused, and their stats now.
+	 */
+	public List<QueueInfo> list() {
+		List<QueueInfo> queues = this.jdbc.query(this.queueRow + " ORDER BY name", (rs, row) -> new QueueInfo(
+				new QueueDefinition(rs.getString(1), rs.getInt(2), Duration.ofMillis(rs.getLong(3)), rs.getDouble(4),
+						Duration.ofMillis(rs.getLong(5)), rs.getString(6)),
+				rs.getBoolean(7), null));
+		return queues.stream()
+			.map((info) -> new QueueInfo(info.definition(), info.paused(), this.template.stats(info.definition().name())))
+			.toList();
+	}
+
+	/** Moves up to {@code max} dead letters of {@code queue} back into it; see {@link QueueTemplate#redrive}. */
+	public int redrive(String queue, int max) {
+		return this.template.redrive(queue, max);
+	}
+
+	private void requireDeclared(String queue) {
+		QueueNames.requireQueue(queue);
+		if (!Boolean.TRUE.equals(this.jdbc.queryForObject(this.declared, Boolean.class, queue))) {
+			throw new IllegalStateException("Queue '" + queue + "' does not exist");
+		}
+	}
+
+	private long count(String queue) {
+		Long n = this.jdbc.queryForObject(this.messages, Long.class, queue);
+		return (n != null) ? n : 0;
+	}
+
+	/**
+	 * A declared queue.
+	 * @param definition its policy
+	 * @param paused whether its consumption is paused
+	 * @param stats its messages now
+	 */
+	public record QueueInfo(QueueDefinition definition, boolean paused, QueueStats stats) {
+	}
+
+}

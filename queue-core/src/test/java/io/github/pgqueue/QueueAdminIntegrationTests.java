@@ -1,0 +1,151 @@
+package io.github.pgqueue;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.pgqueue.listener.DefaultQueueErrorHandler;
+import io.github.pgqueue.listener.QueueListenerEndpoint;
+import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.PostgresExtension;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
+import static org.awaitility.Awaitility.await;
+
+/** Queue administration at runtime on a real PostgreSQL, with listeners running. */
+@ExtendWith(PostgresExtension.class)
+class QueueAdminIntegrationTests {
+
+	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
+
+	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
+
+	private final QueueTemplate template = QueueTemplate.builder(this.postgres.dataSource()).build();
+
+	private final QueueAdmin admin = new QueueAdmin(this.template);
+
+	private final HikariDataSource consumerPool = this.postgres.pool("admin-consumers", 8);
+
+	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+			this.consumerPool, Duration.ofSeconds(5));
+
+	@AfterEach
+	void stop() {
+		this.registry.stop();
+		this.consumerPool.close();
+	}
+
+	@Test
+	void queuesAreCreatedAlteredAndListedWithTheirStats() {
+		this.admin.create(QueueDefinition.of("invoices").withMaxAttempts(7));
+		assertThatIllegalStateException().isThrownBy(() -> this.admin.create(QueueDefinition.of("invoices")))
+			.withMessage("Queue 'invoices' already exists; change it with alter");
+		assertThatIllegalStateException().isThrownBy(() -> this.admin.alter(QueueDefinition.of("receipts")))
+			.withMessage("Queue 'receipts' does not exist; create it first");
+		this.admin.alter(QueueDefinition.of("invoices").withMaxAttempts(9).withDeadLetterQueue("invoices.parked"));
+		this.template.sendBatch("invoices", List.of(1, 2, 3));
+		QueueAdmin.QueueInfo invoices = this.admin.list().stream()
+			.filter((info) -> info.definition().name().equals("invoices")).findFirst().orElseThrow();
+		assertThat(invoices.definition().maxAttempts()).isEqualTo(9);
+		assertThat(invoices.definition().deadLetterQueue()).isEqualTo("invoices.parked");
+		assertThat(invoices.paused()).isFalse();
+		assertThat(invoices.stats().ready()).isEqualTo(3);
+	}
+
+	@Test
+	void aPausedQueueIsConsumedByNoListenerAndNoReceiveUntilResumed() throws Exception {
+		this.admin.create(QueueDefinition.of("mail"));
+		AtomicInteger handled = new AtomicInteger();
+		// a minute between polls: only the notification of the resume brings the listener back on time
+		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("mail", List.of("mail"), 2, AckMode.AUTO,
+				true, Integer.class, (message, ack) -> handled.incrementAndGet(), new DefaultQueueErrorHandler(), 10,
+				Duration.ofSeconds(60)));
+		this.registry.start();
+		this.template.sendBatch("mail", List.of(1, 2));
+		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 2);
+
+		this.admin.pause("mail");
+		assertThat(this.admin.isPaused("mail")).isTrue();
+		this.template.sendBatch("mail", IntStream.range(0, 20).boxed().toList()); // notifies the listener
+		Thread.sleep(1_000);
+		assertThat(handled.get()).as("a paused queue is not consumed").isEqualTo(2);
+		assertThat(this.template.receive("mail", Integer.class)).isEmpty();
+		assertThat(this.template.stats("mail").ready()).isEqualTo(20);
+
+		this.admin.resume("mail");
+		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 22);
+		assertThat(this.admin.isPaused("mail")).isFalse();
+		assertThatIllegalStateException().isThrownBy(() -> this.admin.pause("undeclared"))
+			.withMessage("Queue 'undeclared' does not exist; declare it before pausing it");
+	}
+
+	@Test
+	void aTransactionalListenerStopsClaimingFromAPausedQueueToo() throws Exception {
+		this.admin.create(QueueDefinition.of("ledger"));
+		this.admin.pause("ledger");
+		AtomicInteger handled = new AtomicInteger();
+		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("ledger", List.of("ledger"), 1, AckMode.AUTO,
+				true, Integer.class, (message, ack) -> handled.incrementAndGet(), new DefaultQueueErrorHandler(), 10,
+				Duration.ofMillis(100), ConsumptionMode.TRANSACTIONAL, Duration.ofSeconds(30)));
+		this.registry.start();
+		this.template.sendBatch("ledger", List.of(1, 2, 3));
+		Thread.sleep(700);
+		assertThat(handled.get()).isZero();
+		this.admin.resume("ledger");
+		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 3);
+	}
+
+	@Test
+	void aPurgeDeletesWhatItIsAskedInChunksAndNeverAHeldMessage() {
+		this.admin.create(QueueDefinition.of("bulk"));
+		this.template.sendBatch("bulk", IntStream.range(0, 2500).boxed().toList());
+		this.template.send("bulk", -1, SendOptions.builder().delay(Duration.ofHours(1)).build());
+		Optional<Lease<Integer>> held = this.template.receive("bulk", Integer.class);
+		assertThat(held).isPresent();
+
+		assertThat(this.admin.purge("bulk", QueueAdmin.Purge.READY)).isEqualTo(2499);
+		assertThat(this.template.stats("bulk").scheduled()).as("delayed messages stay").isEqualTo(1);
+		assertThat(this.admin.purge("bulk", QueueAdmin.Purge.ALL)).isEqualTo(1);
+		assertThat(count("bulk")).as("the held message stays").isEqualTo(1);
+		held.get().ack();
+		assertThat(count("bulk")).isZero();
+	}
+
+	@Test
+	void dropRefusesAQueueWithMessagesUnlessForcedAndOneThatIsBoundOrHeld() {
+		this.admin.create(QueueDefinition.of("old"));
+		this.template.sendBatch("old", List.of(1, 2));
+		assertThatIllegalStateException().isThrownBy(() -> this.admin.drop("old", false))
+			.withMessage("Queue 'old' holds 2 message(s); purge it first, or drop it with force to delete them");
+
+		Lease<Integer> lease = this.template.receive("old", Integer.class).orElseThrow();
+		assertThatIllegalStateException().isThrownBy(() -> this.admin.drop("old", true))
+			.withMessageContaining("still holds 1 message(s) that consumers are handling right now");
+		lease.ack();
+		this.admin.drop("old", true);
+		assertThat(this.admin.list()).noneMatch((info) -> info.definition().name().equals("old"));
+		assertThatIllegalStateException().isThrownBy(() -> this.admin.drop("old", true))
+			.withMessage("Queue 'old' does not exist");
+
+		this.admin.create(QueueDefinition.of("bound"));
+		this.template.declare(new ExchangeDefinition("events", ExchangeDefinition.Type.FANOUT,
+				List.of(new ExchangeDefinition.Binding("bound", ""))));
+		assertThatIllegalStateException().isThrownBy(() -> this.admin.drop("bound", true))
+			.withMessageContaining("bound to exchange(s) [events]");
+	}
+
+	private long count(String queue) {
+		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = ?", Long.class, queue);
+	}
+
+}

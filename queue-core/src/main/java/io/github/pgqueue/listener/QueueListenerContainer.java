@@ -10,6 +10,8 @@ import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ListenerMetrics;
 import io.github.pgqueue.internal.PollLoop;
+import io.github.pgqueue.observation.QueueProcessObservationConvention;
+import io.micrometer.observation.ObservationRegistry;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,6 +36,8 @@ public final class QueueListenerContainer {
 
 	private final ListenerMetrics metrics;
 
+	private final QueueProcessObservationConvention observationConvention;
+
 	private final List<PollLoop> loops = new ArrayList<>();
 
 	private final List<Thread> threads = new ArrayList<>();
@@ -44,8 +48,10 @@ public final class QueueListenerContainer {
 	static final Duration INTERRUPT_GRACE = Duration.ofSeconds(5);
 
 	QueueListenerContainer(QueueListenerEndpoint endpoint, Supplier<ConsumerSession> sessions, QueueTemplate template,
-			PlatformTransactionManager transactionManager, ListenerMetrics metrics) {
+			PlatformTransactionManager transactionManager, ListenerMetrics metrics,
+			QueueProcessObservationConvention observationConvention) {
 		this.endpoint = endpoint;
+		this.observationConvention = observationConvention;
 		this.sessions = sessions;
 		this.template = template;
 		this.transactionManager = transactionManager;
@@ -77,12 +83,14 @@ public final class QueueListenerContainer {
 			}
 			this.loops.clear();
 			this.threads.clear();
+			ObservationRegistry observations = this.endpoint.observationEnabled()
+					? this.template.observationRegistry() : null;
 			for (int i = 0; i < this.endpoint.concurrency(); i++) {
 				PollLoop loop = (this.endpoint.mode() == ConsumptionMode.TRANSACTIONAL)
 						? PollLoop.transactional(this.endpoint, this.template, this.transactionManager, this.sessions,
-								this.metrics, i == 0, this::wakeAll)
+								this.metrics, observations, this.observationConvention, i == 0, this::wakeAll)
 						: PollLoop.session(this.endpoint, this.sessions, this.template.payloadConverter(), this.metrics,
-								i == 0, this::wakeAll);
+								observations, this.observationConvention, i == 0, this::wakeAll);
 				Thread thread = new Thread(loop, "pgqueue-" + this.endpoint.id() + "-" + i);
 				// A handler that ignores interrupts must not keep the JVM alive once the application is closed.
 				thread.setDaemon(true);

@@ -23,10 +23,13 @@ import io.github.pgqueue.QueueNames;
  * @param pollInterval the longest an idle poller waits when no notification arrives
  * @param mode how messages are taken: session locks, or the handler's own transaction
  * @param transactionTimeout in transactional mode, the longest one batch's transaction may take
+ * @param observationEnabled whether each handler call is observed as {@code pgqueue.process} in the
+ * template's observation registry, continuing the trace whose context the message's headers carry
  */
 public record QueueListenerEndpoint(String id, List<String> queues, int concurrency, AckMode ackMode,
 		boolean autoStartup, Type payloadType, QueueMessageListener listener, QueueErrorHandler errorHandler,
-		int batchSize, Duration pollInterval, ConsumptionMode mode, Duration transactionTimeout) {
+		int batchSize, Duration pollInterval, ConsumptionMode mode, Duration transactionTimeout,
+		boolean observationEnabled) {
 
 	/** The transaction timeout unless configured otherwise. */
 	public static final Duration DEFAULT_TRANSACTION_TIMEOUT = Duration.ofSeconds(30);
@@ -36,7 +39,22 @@ public record QueueListenerEndpoint(String id, List<String> queues, int concurre
 			Type payloadType, QueueMessageListener listener, QueueErrorHandler errorHandler, int batchSize,
 			Duration pollInterval) {
 		this(id, queues, concurrency, ackMode, autoStartup, payloadType, listener, errorHandler, batchSize,
-				pollInterval, ConsumptionMode.SESSION, DEFAULT_TRANSACTION_TIMEOUT);
+				pollInterval, ConsumptionMode.SESSION, DEFAULT_TRANSACTION_TIMEOUT, false);
+	}
+
+	/** An endpoint without observation. */
+	public QueueListenerEndpoint(String id, List<String> queues, int concurrency, AckMode ackMode, boolean autoStartup,
+			Type payloadType, QueueMessageListener listener, QueueErrorHandler errorHandler, int batchSize,
+			Duration pollInterval, ConsumptionMode mode, Duration transactionTimeout) {
+		this(id, queues, concurrency, ackMode, autoStartup, payloadType, listener, errorHandler, batchSize,
+				pollInterval, mode, transactionTimeout, false);
+	}
+
+	/** This endpoint with observation on or off. */
+	public QueueListenerEndpoint withObservationEnabled(boolean observationEnabled) {
+		return new QueueListenerEndpoint(this.id, this.queues, this.concurrency, this.ackMode, this.autoStartup,
+				this.payloadType, this.listener, this.errorHandler, this.batchSize, this.pollInterval, this.mode,
+				this.transactionTimeout, observationEnabled);
 	}
 
 	public QueueListenerEndpoint {

@@ -167,7 +167,7 @@ public class QueueListenerAnnotationBeanPostProcessor
 			return new QueueListenerEndpoint(id, queues, concurrency, annotation.ackMode(),
 					Boolean.parseBoolean(autoStartup), found.invoker().payloadType(), found.invoker(),
 					errorHandler(where, annotation), defaults.batchSize(), defaults.pollInterval(),
-					consumption.mode(), consumption.transactionTimeout());
+					consumption.mode(), consumption.transactionTimeout(), defaults.observationEnabled());
 		}
 		catch (IllegalArgumentException ex) {
 			throw new IllegalStateException(where + " is invalid: " + ex.getMessage(), ex);

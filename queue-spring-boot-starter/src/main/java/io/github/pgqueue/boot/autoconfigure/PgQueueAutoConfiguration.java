@@ -14,8 +14,11 @@ import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.annotation.QueueListenerAnnotationBeanPostProcessor;
 import io.github.pgqueue.annotation.QueueListenerDefaults;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
+import io.github.pgqueue.observation.QueueProcessObservationConvention;
+import io.github.pgqueue.observation.QueueSendObservationConvention;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
 import tools.jackson.databind.json.JsonMapper;
 
 import org.springframework.beans.factory.ObjectProvider;
@@ -43,6 +46,10 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * Auto-configuration of pgqueue: migrates its schema, writes the queues of
  * {@code pgqueue.queues}, and provides the {@link QueueTemplate} and the {@code @QueueListener}
  * machinery. Backs off without a {@link DataSource}; off with {@code pgqueue.enabled=false}.
+ * Observations ({@code pgqueue.template.observation-enabled},
+ * {@code pgqueue.listener.observation-enabled}) are recorded in the context's
+ * {@link ObservationRegistry}, with a {@link QueueSendObservationConvention} or
+ * {@link QueueProcessObservationConvention} bean replacing the default conventions.
  */
 @AutoConfiguration(after = DataSourceAutoConfiguration.class,
 		afterName = "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration")
@@ -63,7 +70,8 @@ public final class PgQueueAutoConfiguration {
 	@ConditionalOnMissingBean
 	QueueTemplate queueTemplate(@PgQueueDataSource ObjectProvider<DataSource> pgQueueDataSource,
 			ObjectProvider<DataSource> dataSource, PgQueueProperties properties, PayloadConverter converter,
-			ObjectProvider<MeterRegistry> meterRegistry) {
+			ObjectProvider<MeterRegistry> meterRegistry, ObjectProvider<ObservationRegistry> observationRegistry,
+			ObjectProvider<QueueSendObservationConvention> sendObservationConvention) {
 		PgQueuePropertiesValidator.validate(properties);
 		return QueueTemplate.builder(dataSource(pgQueueDataSource, dataSource))
 			.schema(properties.getSchema())
@@ -71,6 +79,9 @@ public final class PgQueueAutoConfiguration {
 			.maxPayloadBytes((int) Math.min(Integer.MAX_VALUE, properties.getMaxPayloadSize().toBytes()))
 			.payloadConverter(converter)
 			.meterRegistry(meterRegistry.getIfAvailable(CompositeMeterRegistry::new))
+			.observationRegistry(observationRegistry.getIfUnique(() -> ObservationRegistry.NOOP))
+			.observationEnabled(properties.getTemplate().isObservationEnabled())
+			.observationConvention(sendObservationConvention.getIfUnique())
 			.build();
 	}
 
@@ -112,9 +123,12 @@ public final class PgQueueAutoConfiguration {
 	@ConditionalOnMissingBean(search = SearchStrategy.CURRENT)
 	QueueListenerEndpointRegistry pgQueueListenerEndpointRegistry(QueueTemplate queueTemplate,
 			ListenerConnections connections, PgQueueProperties properties, PgQueueSchemaInitializer schema,
-			ObjectProvider<PlatformTransactionManager> transactionManagers) {
-		return new PgQueueListenerEndpointRegistry(queueTemplate, connections,
+			ObjectProvider<PlatformTransactionManager> transactionManagers,
+			ObjectProvider<QueueProcessObservationConvention> processObservationConvention) {
+		PgQueueListenerEndpointRegistry registry = new PgQueueListenerEndpointRegistry(queueTemplate, connections,
 				properties.getListener().getShutdownTimeout(), transactionManagers);
+		registry.setObservationConvention(processObservationConvention.getIfUnique());
+		return registry;
 	}
 
 	@Bean
@@ -130,7 +144,7 @@ public final class PgQueueAutoConfiguration {
 					Set<String> known = new LinkedHashSet<>(schema.knownQueues());
 					known.addAll(queueTemplate.declaredQueues());
 					return known;
-				}, queues);
+				}, queues, listener.isObservationEnabled());
 	}
 
 	@Bean

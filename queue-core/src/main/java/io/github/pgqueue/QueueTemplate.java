@@ -20,9 +20,12 @@ import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.Headers;
 
 import io.github.pgqueue.internal.QueueSql;
+import io.github.pgqueue.observation.QueueSendObservationContext.Operation;
+import io.github.pgqueue.observation.QueueSendObservationConvention;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
@@ -57,6 +60,10 @@ public final class QueueTemplate implements QueueOperations {
 
 	private final MeterRegistry meterRegistry;
 
+	private final ObservationRegistry observationRegistry;
+
+	private final SendObservation sendObservation;
+
 	private final Integer configuredNamespace;
 
 	private volatile Integer namespace;
@@ -71,6 +78,9 @@ public final class QueueTemplate implements QueueOperations {
 		this.sql = new QueueSql(builder.schema);
 		this.converter = builder.converter;
 		this.meterRegistry = builder.meterRegistry;
+		this.observationRegistry = builder.observationRegistry;
+		this.sendObservation = new SendObservation(builder.observationRegistry, builder.observationEnabled,
+				builder.observationConvention);
 		this.configuredNamespace = builder.lockNamespace;
 		this.maxPayloadBytes = builder.maxPayloadBytes;
 	}
@@ -85,16 +95,22 @@ public final class QueueTemplate implements QueueOperations {
 		QueueNames.requireQueue(queue);
 		Objects.requireNonNull(options, "SendOptions must not be null");
 		String json = checkSize(queue, this.converter.write(requirePayload(payload, queue)));
+		return this.sendObservation.observe(Operation.SEND, queue, null, null, 1, options.headers(),
+				(headers) -> insert(queue, json, options, headers));
+	}
+
+	/** Inserts one message with {@code headers} (the options' own, or those an observation added to). */
+	private long insert(String queue, String json, SendOptions options, java.util.Map<String, String> headers) {
 		if (options.deduplicationKey() != null) {
-			return sendDeduplicated(queue, json, options);
+			return sendDeduplicated(queue, json, options, headers);
 		}
-		boolean plain = options.isDefault();
+		boolean plain = options.isDefault() && headers.isEmpty();
 		Long id = write(queue, () -> this.jdbc.execute(plain ? this.sql.sendPlain() : this.sql.send(), (PreparedStatement ps) -> {
 			if (plain) {
 				ps.setString(1, queue);
 			}
 			else {
-				bindOptions(ps, 1, queue, options);
+				bindOptions(ps, 1, queue, options, headers);
 			}
 			ps.setString(2, json);
 			try (ResultSet rs = ps.executeQuery()) {
@@ -112,10 +128,10 @@ public final class QueueTemplate implements QueueOperations {
 	 * snapshot is not seen by it: the statement runs again (in a read-committed transaction it then
 	 * sees it, or finds it gone and inserts).
 	 */
-	private long sendDeduplicated(String queue, String json, SendOptions options) {
+	private long sendDeduplicated(String queue, String json, SendOptions options, java.util.Map<String, String> headers) {
 		for (int i = 0; i < DEDUPLICATION_ATTEMPTS; i++) {
 			long[] sent = write(queue, () -> this.jdbc.execute(this.sql.sendDeduplicated(), (PreparedStatement ps) -> {
-				bindOptions(ps, 1, queue, options);
+				bindOptions(ps, 1, queue, options, headers);
 				ps.setString(2, json);
 				ps.setString(9, options.deduplicationKey());
 				ps.setString(10, queue);
@@ -143,24 +159,30 @@ public final class QueueTemplate implements QueueOperations {
 		if (payloads.isEmpty()) {
 			return List.of();
 		}
-		if (options.deduplicationKey() != null) {
-			// One key for the batch: the first payload is sent (unless the key is in the queue), the
-			// others are duplicates of it, and every element of the result is that message's id.
-			List<Long> ids = new ArrayList<>(payloads.size());
-			for (Object payload : payloads) {
-				ids.add(send(queue, payload, options));
-			}
-			return ids;
-		}
 		String[] json = new String[payloads.size()];
 		for (int i = 0; i < json.length; i++) {
 			json[i] = checkSize(queue, this.converter.write(requirePayload(payloads.get(i), queue)));
+		}
+		return this.sendObservation.observe(Operation.SEND_BATCH, queue, null, null, json.length, options.headers(),
+				(headers) -> insertBatch(queue, json, options, headers));
+	}
+
+	private List<Long> insertBatch(String queue, String[] json, SendOptions options,
+			java.util.Map<String, String> headers) {
+		if (options.deduplicationKey() != null) {
+			// One key for the batch: the first payload is sent (unless the key is in the queue), the
+			// others are duplicates of it, and every element of the result is that message's id.
+			List<Long> ids = new ArrayList<>(json.length);
+			for (String payload : json) {
+				ids.add(insert(queue, payload, options, headers));
+			}
+			return ids;
 		}
 		List<Long> ids = write(queue, () -> this.jdbc.execute(this.sql.sendBatch(), (PreparedStatement ps) -> {
 			// sendBatch's parameters: 1 queue, 2 headers, 3 priority, 4 not-before, 5 delay, 6 max,
 			// 7 group, 8 payloads
 			ps.setString(1, queue);
-			ps.setString(2, Headers.write(options.headers()));
+			ps.setString(2, Headers.write(headers));
 			ps.setInt(3, options.priority());
 			setNotBefore(ps, 4, options);
 			ps.setLong(5, options.delay().toMillis());
@@ -190,6 +212,13 @@ public final class QueueTemplate implements QueueOperations {
 		java.util.Map<String, String> headers = new java.util.LinkedHashMap<>(options.headers());
 		headers.put("pgqueue-exchange", exchange);
 		headers.put("pgqueue-routing-key", routingKey);
+		return this.sendObservation.observe(Operation.PUBLISH, null, exchange, routingKey, 1, headers,
+				(written) -> insertRouted(exchange, routingKey, json, options, written));
+	}
+
+	/** Inserts a copy of the message into every bound queue that matches; the number of copies. */
+	private int insertRouted(String exchange, String routingKey, String json, SendOptions options,
+			java.util.Map<String, String> headers) {
 		List<String> routedTo = write(exchange, () -> this.jdbc.execute(this.sql.publish(), (PreparedStatement ps) -> {
 			ps.setString(1, json);
 			ps.setString(2, Headers.write(headers));
@@ -457,6 +486,14 @@ public final class QueueTemplate implements QueueOperations {
 		return this.meterRegistry;
 	}
 
+	/**
+	 * The observation registry this template's sends, and the listeners built on it, record
+	 * observations in when observation is enabled for them; {@link ObservationRegistry#NOOP} by default.
+	 */
+	public ObservationRegistry observationRegistry() {
+		return this.observationRegistry;
+	}
+
 	/** Opens a consumer session on a connection of its own. Internal: used by listener containers. */
 	public ConsumerSession openSession() {
 		return openSession(this.dataSource);
@@ -521,12 +558,12 @@ public final class QueueTemplate implements QueueOperations {
 		return payload;
 	}
 
-	private static void bindOptions(PreparedStatement ps, int queueIndex, String queue, SendOptions options)
-			throws java.sql.SQLException {
+	private static void bindOptions(PreparedStatement ps, int queueIndex, String queue, SendOptions options,
+			java.util.Map<String, String> headers) throws java.sql.SQLException {
 		// send's parameters: 1 queue, 2 payload, 3 headers, 4 priority, 5 not-before, 6 delay, 7 max,
 		// 8 group
 		ps.setString(queueIndex, queue);
-		ps.setString(3, Headers.write(options.headers()));
+		ps.setString(3, Headers.write(headers));
 		ps.setInt(4, options.priority());
 		setNotBefore(ps, 5, options);
 		ps.setLong(6, options.delay().toMillis());
@@ -568,6 +605,12 @@ public final class QueueTemplate implements QueueOperations {
 
 		private int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
 
+		private ObservationRegistry observationRegistry = ObservationRegistry.NOOP;
+
+		private boolean observationEnabled;
+
+		private QueueSendObservationConvention observationConvention;
+
 		private Builder(DataSource dataSource) {
 			this.dataSource = Objects.requireNonNull(dataSource, "DataSource must not be null");
 		}
@@ -608,6 +651,36 @@ public final class QueueTemplate implements QueueOperations {
 				throw new IllegalArgumentException("Max payload bytes must be at least 1, was " + maxPayloadBytes);
 			}
 			this.maxPayloadBytes = maxPayloadBytes;
+			return this;
+		}
+
+		/**
+		 * The observation registry of this template's {@code pgqueue.send} observations, and of
+		 * the {@code pgqueue.process} observations of listeners that run on this template and have
+		 * observation enabled. Default {@link ObservationRegistry#NOOP}.
+		 */
+		public Builder observationRegistry(ObservationRegistry observationRegistry) {
+			this.observationRegistry = Objects.requireNonNull(observationRegistry,
+					"ObservationRegistry must not be null");
+			return this;
+		}
+
+		/**
+		 * Whether every {@code send}, {@code sendBatch} and {@code publish} is observed as
+		 * {@code pgqueue.send}, with the trace context written into the message's headers by the
+		 * registry's propagating handlers. Default false.
+		 */
+		public Builder observationEnabled(boolean observationEnabled) {
+			this.observationEnabled = observationEnabled;
+			return this;
+		}
+
+		/**
+		 * The convention of the {@code pgqueue.send} observation; null (the default) for
+		 * {@link io.github.pgqueue.observation.DefaultQueueSendObservationConvention}.
+		 */
+		public Builder observationConvention(QueueSendObservationConvention observationConvention) {
+			this.observationConvention = observationConvention;
 			return this;
 		}
 

@@ -40,10 +40,15 @@ final class Dispatcher {
 
 	private final BooleanSupplier running;
 
-	Dispatcher(QueueListenerEndpoint endpoint, PayloadConverter converter, BooleanSupplier running) {
+	/** The listener's {@code pgqueue.process} observation, or null when it is off. */
+	private final ProcessObservation observation;
+
+	Dispatcher(QueueListenerEndpoint endpoint, PayloadConverter converter, BooleanSupplier running,
+			ProcessObservation observation) {
 		this.endpoint = endpoint;
 		this.converter = converter;
 		this.running = running;
+		this.observation = observation;
 	}
 
 	String listenerId() {
@@ -129,6 +134,11 @@ final class Dispatcher {
 
 	/** Delivers {@code message} and returns how it ends; never throws. */
 	Delivery deliver(ClaimedMessage message, Timer timer) {
+		return (this.observation != null) ? this.observation.observe(message, (claimed) -> handle(claimed, timer))
+				: handle(message, timer);
+	}
+
+	private Delivery handle(ClaimedMessage message, Timer timer) {
 		Delivery delivery = new Delivery(message);
 		QueueMessage<Object> converted;
 		try {
@@ -137,11 +147,13 @@ final class Dispatcher {
 		catch (PayloadConversionException ex) {
 			logger.warn("Listener '{}': message {} of queue '{}' cannot be converted; dead-lettering it: {}",
 					this.endpoint.id(), message.id(), message.queue(), ex.getMessage());
+			delivery.failure = ex;
 			delivery.deadLetter(ex.getMessage());
 			return delivery;
 		}
 		catch (Throwable ex) {
 			// Not the payload's fault as far as anyone can tell: a failed attempt, retried.
+			delivery.failure = ex;
 			fail(unread(message), message, ex, delivery);
 			delivery.fatal = (ex instanceof VirtualMachineError error) ? error : null;
 			return delivery;
@@ -161,6 +173,7 @@ final class Dispatcher {
 		}
 		catch (Throwable ex) {
 			delivery.thrown = true;
+			delivery.failure = ex;
 			if (delivery.completion == null) {
 				if (interruptedByStop(ex)) {
 					// The stop's doing, not the message's: it goes back with its attempt.
@@ -277,6 +290,9 @@ final class Dispatcher {
 
 		/** Whether the handler threw: in transactional mode its writes are rolled back. */
 		boolean thrown;
+
+		/** What the handler or the conversion threw, for the observation; null if nothing. */
+		Throwable failure;
 
 		/** An error the poller rethrows once the batch is completed. */
 		VirtualMachineError fatal;

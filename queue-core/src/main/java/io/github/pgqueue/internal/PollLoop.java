@@ -12,6 +12,8 @@ import java.util.function.Supplier;
 import io.github.pgqueue.PayloadConverter;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
+import io.github.pgqueue.observation.QueueProcessObservationConvention;
+import io.micrometer.observation.ObservationRegistry;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -78,6 +80,9 @@ public final class PollLoop implements Runnable {
 
 	/**
 	 * A poller in session mode.
+	 * @param observationRegistry where each handler call is observed as {@code pgqueue.process}; null
+	 * when the listener's observation is off
+	 * @param observationConvention the convention of that observation; null for the default
 	 * @param leader whether this poller polls every poll interval when idle; the others (followers)
 	 * wait for a notification, or for a sibling that found a full batch, so that an idle listener
 	 * costs about one statement per poll interval whatever its concurrency
@@ -86,23 +91,29 @@ public final class PollLoop implements Runnable {
 	 * woken and no longer paused
 	 */
 	public static PollLoop session(QueueListenerEndpoint endpoint, Supplier<ConsumerSession> sessions,
-			PayloadConverter converter, ListenerMetrics metrics, boolean leader, Runnable wakeSiblings,
+			PayloadConverter converter, ListenerMetrics metrics, ObservationRegistry observationRegistry,
+			QueueProcessObservationConvention observationConvention, boolean leader, Runnable wakeSiblings,
 			BooleanSupplier paused) {
-		return new PollLoop(endpoint, (running) -> new SessionConsumption(new Dispatcher(endpoint, converter, running),
-				sessions, metrics, endpoint.batchSize(), running), leader, wakeSiblings, paused);
+		ProcessObservation observation = ProcessObservation.of(observationRegistry, observationConvention, endpoint.id());
+		return new PollLoop(endpoint, (running) -> new SessionConsumption(
+				new Dispatcher(endpoint, converter, running, observation), sessions, metrics, endpoint.batchSize(),
+				running), leader, wakeSiblings, paused);
 	}
 
 	/**
 	 * A poller in transactional mode: batches are claimed and handled in transactions of
 	 * {@code transactionManager} on the template's DataSource; messages whose consumer died are
-	 * counted and run through sessions from {@code sessions}.
+	 * counted and run through sessions from {@code sessions}. Observation as in
+	 * {@link #session session}.
 	 */
 	public static PollLoop transactional(QueueListenerEndpoint endpoint, QueueTemplate template,
 			PlatformTransactionManager transactionManager, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
+			ObservationRegistry observationRegistry, QueueProcessObservationConvention observationConvention,
 			boolean leader, Runnable wakeSiblings, BooleanSupplier paused) {
+		ProcessObservation observation = ProcessObservation.of(observationRegistry, observationConvention, endpoint.id());
 		return new PollLoop(endpoint, (running) -> new TransactionalConsumption(
-				new Dispatcher(endpoint, template.payloadConverter(), running), template, transactionManager, sessions,
-				metrics, endpoint, running), leader, wakeSiblings, paused);
+				new Dispatcher(endpoint, template.payloadConverter(), running, observation), template,
+				transactionManager, sessions, metrics, endpoint, running), leader, wakeSiblings, paused);
 	}
 
 	/** Wakes the poller if it waits for work. */

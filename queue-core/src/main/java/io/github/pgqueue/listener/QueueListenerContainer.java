@@ -11,6 +11,8 @@ import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ListenerMetrics;
 import io.github.pgqueue.internal.PollLoop;
+import io.github.pgqueue.observation.QueueProcessObservationConvention;
+import io.micrometer.observation.ObservationRegistry;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -43,6 +45,8 @@ public final class QueueListenerContainer {
 
 	private final ListenerMetrics metrics;
 
+	private final QueueProcessObservationConvention observationConvention;
+
 	private final Duration shutdownTimeout;
 
 	/** Runs before the pollers start: the registry's LISTEN connection, which wakes them. */
@@ -57,9 +61,11 @@ public final class QueueListenerContainer {
 	private volatile boolean paused;
 
 	QueueListenerContainer(QueueListenerEndpoint endpoint, Supplier<ConsumerSession> sessions, QueueTemplate template,
-			PlatformTransactionManager transactionManager, ListenerMetrics metrics, Duration shutdownTimeout,
-			boolean virtualThreads, Runnable beforeStart) {
+			PlatformTransactionManager transactionManager, ListenerMetrics metrics,
+			QueueProcessObservationConvention observationConvention, Duration shutdownTimeout, boolean virtualThreads,
+			Runnable beforeStart) {
 		this.endpoint = endpoint;
+		this.observationConvention = observationConvention;
 		this.sessions = sessions;
 		this.template = template;
 		this.transactionManager = transactionManager;
@@ -127,12 +133,14 @@ public final class QueueListenerContainer {
 				return;
 			}
 			this.loops.clear();
+			ObservationRegistry observations = this.endpoint.observationEnabled()
+					? this.template.observationRegistry() : null;
 			for (int i = 0; i < this.endpoint.concurrency(); i++) {
 				this.loops.add((this.endpoint.mode() == ConsumptionMode.TRANSACTIONAL)
 						? PollLoop.transactional(this.endpoint, this.template, this.transactionManager, this.sessions,
-								this.metrics, i == 0, this::wakeAll, this::isPaused)
+								this.metrics, observations, this.observationConvention, i == 0, this::wakeAll, this::isPaused)
 						: PollLoop.session(this.endpoint, this.sessions, this.template.payloadConverter(), this.metrics,
-								i == 0, this::wakeAll, this::isPaused));
+								observations, this.observationConvention, i == 0, this::wakeAll, this::isPaused));
 			}
 			this.running = true;
 			try {

@@ -24,21 +24,23 @@ import io.github.pgqueue.QueueNames;
  * @param mode how messages are taken: session locks, or the handler's own transaction
  * @param transactionTimeout in transactional mode, the longest one batch's transaction may take
  * @param batchListener what handles each claimed batch at once, instead of {@code listener}
+ * @param observationEnabled whether each handler call is observed as {@code pgqueue.process} in the
+ * template's observation registry, continuing the trace whose context the message's headers carry
  */
 public record QueueListenerEndpoint(String id, List<String> queues, int concurrency, AckMode ackMode,
 		boolean autoStartup, Type payloadType, QueueMessageListener listener, QueueErrorHandler errorHandler,
 		int batchSize, Duration pollInterval, ConsumptionMode mode, Duration transactionTimeout,
-		QueueBatchListener batchListener) {
+		QueueBatchListener batchListener, boolean observationEnabled) {
 
 	/** The transaction timeout unless configured otherwise. */
 	public static final Duration DEFAULT_TRANSACTION_TIMEOUT = Duration.ofSeconds(30);
 
-	/** An endpoint whose listener handles one message at a time. */
+	/** An endpoint whose listener handles one message at a time, without observation. */
 	public QueueListenerEndpoint(String id, List<String> queues, int concurrency, AckMode ackMode, boolean autoStartup,
 			Type payloadType, QueueMessageListener listener, QueueErrorHandler errorHandler, int batchSize,
 			Duration pollInterval, ConsumptionMode mode, Duration transactionTimeout) {
 		this(id, queues, concurrency, ackMode, autoStartup, payloadType, listener, errorHandler, batchSize,
-				pollInterval, mode, transactionTimeout, null);
+				pollInterval, mode, transactionTimeout, null, false);
 	}
 
 	/**
@@ -50,7 +52,7 @@ public record QueueListenerEndpoint(String id, List<String> queues, int concurre
 			Duration pollInterval, ConsumptionMode mode, Duration transactionTimeout) {
 		Objects.requireNonNull(listener, "listener");
 		return new QueueListenerEndpoint(id, queues, concurrency, AckMode.AUTO, autoStartup, payloadType, null,
-				errorHandler, batchSize, pollInterval, mode, transactionTimeout, listener);
+				errorHandler, batchSize, pollInterval, mode, transactionTimeout, listener, false);
 	}
 
 	/** An endpoint in session mode. */
@@ -58,7 +60,14 @@ public record QueueListenerEndpoint(String id, List<String> queues, int concurre
 			Type payloadType, QueueMessageListener listener, QueueErrorHandler errorHandler, int batchSize,
 			Duration pollInterval) {
 		this(id, queues, concurrency, ackMode, autoStartup, payloadType, listener, errorHandler, batchSize,
-				pollInterval, ConsumptionMode.SESSION, DEFAULT_TRANSACTION_TIMEOUT);
+				pollInterval, ConsumptionMode.SESSION, DEFAULT_TRANSACTION_TIMEOUT, null, false);
+	}
+
+	/** This endpoint with observation on or off. */
+	public QueueListenerEndpoint withObservationEnabled(boolean observationEnabled) {
+		return new QueueListenerEndpoint(this.id, this.queues, this.concurrency, this.ackMode, this.autoStartup,
+				this.payloadType, this.listener, this.errorHandler, this.batchSize, this.pollInterval, this.mode,
+				this.transactionTimeout, this.batchListener, observationEnabled);
 	}
 
 	public QueueListenerEndpoint {

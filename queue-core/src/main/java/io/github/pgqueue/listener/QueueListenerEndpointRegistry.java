@@ -15,6 +15,7 @@ import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ListenerMetrics;
 import io.github.pgqueue.internal.NotifyListener;
+import io.github.pgqueue.observation.QueueProcessObservationConvention;
 
 import org.springframework.context.SmartLifecycle;
 import org.springframework.jdbc.support.JdbcTransactionManager;
@@ -53,6 +54,8 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 
 	private boolean virtualThreads;
 
+	private QueueProcessObservationConvention observationConvention;
+
 	private volatile NotifyListener notifyListener;
 
 	/** Released when the registry stops: holds the non-daemon thread that keeps the JVM alive. */
@@ -84,7 +87,8 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		PlatformTransactionManager transactions = (endpoint.mode() == ConsumptionMode.TRANSACTIONAL)
 				? transactionManager() : null;
 		QueueListenerContainer container = new QueueListenerContainer(endpoint, sessions, this.template, transactions,
-				this.metrics, this.shutdownTimeout, this.virtualThreads, this::startNotifications);
+				this.metrics, this.observationConvention, this.shutdownTimeout, this.virtualThreads,
+				this::startNotifications);
 		this.containerCustomizer.customize(container);
 		this.containers.put(endpoint.id(), container);
 		if (this.running && endpoint.autoStartup()) {
@@ -116,6 +120,17 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 	 */
 	public synchronized void setVirtualThreads(boolean virtualThreads) {
 		this.virtualThreads = virtualThreads;
+	}
+
+	/**
+	 * The convention of the {@code pgqueue.process} observation of listeners registered after
+	 * this call that have observation enabled ({@link QueueListenerEndpoint#observationEnabled()});
+	 * null (the default) for
+	 * {@link io.github.pgqueue.observation.DefaultQueueProcessObservationConvention}. The
+	 * observations are recorded in the template's observation registry.
+	 */
+	public synchronized void setObservationConvention(QueueProcessObservationConvention observationConvention) {
+		this.observationConvention = observationConvention;
 	}
 
 	private PlatformTransactionManager transactionManager() {

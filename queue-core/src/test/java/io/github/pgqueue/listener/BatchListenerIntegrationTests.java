@@ -154,7 +154,7 @@ class BatchListenerIntegrationTests {
 			.isThrownBy(() -> new QueueListenerEndpoint("manual", List.of("q"), 1, AckMode.MANUAL, true, Integer.class,
 					null, new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(1), ConsumptionMode.SESSION,
 					Duration.ofSeconds(30), (messages) -> {
-					}))
+					}, false))
 			.withMessageContaining("batch listener").withMessageContaining("ackMode AUTO");
 	}
 

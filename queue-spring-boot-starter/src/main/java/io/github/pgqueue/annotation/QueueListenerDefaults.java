@@ -17,9 +17,16 @@ import io.github.pgqueue.listener.QueueListenerEndpoint;
  * @param knownQueues the queues listeners may name, read once at startup
  * @param queues how each configured queue is consumed; a queue not in it is consumed in session
  * mode with the default transaction timeout
+ * @param observationEnabled whether listeners observe each handler call as {@code pgqueue.process}
  */
 public record QueueListenerDefaults(int concurrency, int batchSize, Duration pollInterval,
-		Supplier<Set<String>> knownQueues, Map<String, Consumption> queues) {
+		Supplier<Set<String>> knownQueues, Map<String, Consumption> queues, boolean observationEnabled) {
+
+	/** Defaults without observation. */
+	public QueueListenerDefaults(int concurrency, int batchSize, Duration pollInterval, Supplier<Set<String>> knownQueues,
+			Map<String, Consumption> queues) {
+		this(concurrency, batchSize, pollInterval, knownQueues, queues, false);
+	}
 
 	/** How listeners consume one queue unless the annotation says otherwise. */
 	public record Consumption(ConsumptionMode mode, Duration transactionTimeout) {

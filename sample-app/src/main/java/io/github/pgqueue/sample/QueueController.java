@@ -5,6 +5,8 @@ import java.util.Map;
 
 import io.github.pgqueue.QueueStats;
 import io.github.pgqueue.QueueTemplate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.web.bind.annotation.GetMapping;
@@ -17,6 +19,8 @@ import org.springframework.web.bind.annotation.RestController;
 /** Places orders, and shows, peeks at and redrives the queues. */
 @RestController
 class QueueController {
+
+	private static final Logger logger = LoggerFactory.getLogger(QueueController.class);
 
 	private final OrderService orders;
 
@@ -32,7 +36,9 @@ class QueueController {
 
 	@PostMapping("/orders")
 	Order place(@RequestBody Order order) {
-		return this.orders.place(order);
+		Order placed = this.orders.place(order);
+		logger.info("accepted order {} over REST", placed.id());
+		return placed;
 	}
 
 	@GetMapping("/queues/{queue}/stats")

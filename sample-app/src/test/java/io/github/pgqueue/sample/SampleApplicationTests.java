@@ -7,7 +7,10 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
 
@@ -15,6 +18,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /** Starts the sample exactly as its run command does, on an embedded PostgreSQL, and follows the demo flow. */
+@ExtendWith(OutputCaptureExtension.class)
 class SampleApplicationTests {
 
 	private final HttpClient http = HttpClient.newHttpClient();
@@ -46,6 +50,33 @@ class SampleApplicationTests {
 
 			String moved = post(base + "/queues/emails/redrive", "");
 			assertThat(moved).containsPattern("\"moved\":[1-9]");
+		}
+	}
+
+	/**
+	 * A request that carries a W3C trace context: the controller's log line, the publish, and the
+	 * email listener's log line in another thread, after a trip through the database, all show
+	 * its trace id.
+	 */
+	@Test
+	void anOrderKeepsTheTraceOfItsRequestFromTheControllerToTheEmailListener(CapturedOutput output) throws Exception {
+		try (ConfigurableApplicationContext context = SampleApplication.run("--server.port=0",
+				"--sample.traffic-interval=1h", "--sample.email-failure-rate=0")) {
+			String base = "http://localhost:" + ((WebServerApplicationContext) context).getWebServer().getPort();
+			String traceId = "0af7651916cd43dd8448eb211c80319c";
+			HttpResponse<String> response = this.http.send(HttpRequest.newBuilder(URI.create(base + "/orders"))
+				.header("Content-Type", "application/json")
+				.header("traceparent", "00-" + traceId + "-b7ad6b7169203331-01")
+				.POST(HttpRequest.BodyPublishers.ofString(
+						"{\"id\":\"tr-1\",\"item\":\"tea\",\"quantity\":1,\"amount\":2.50,\"email\":\"t@example.com\"}"))
+				.build(), HttpResponse.BodyHandlers.ofString());
+			assertThat(response.statusCode()).isEqualTo(200);
+
+			await().atMost(Duration.ofSeconds(30)).until(() -> output.getOut().contains("emailed  order tr-1"));
+			assertThat(output.getOut().lines().filter((line) -> line.contains("accepted order tr-1")))
+				.singleElement().asString().contains(traceId);
+			assertThat(output.getOut().lines().filter((line) -> line.contains("emailed  order tr-1")))
+				.singleElement().asString().contains(traceId);
 		}
 	}
 

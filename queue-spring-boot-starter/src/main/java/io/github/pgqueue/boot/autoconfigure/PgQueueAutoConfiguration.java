@@ -16,8 +16,11 @@ import io.github.pgqueue.annotation.QueueListenerAnnotationBeanPostProcessor;
 import io.github.pgqueue.annotation.QueueListenerDefaults;
 import io.github.pgqueue.listener.QueueListenerContainerCustomizer;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
+import io.github.pgqueue.observation.QueueProcessObservationConvention;
+import io.github.pgqueue.observation.QueueSendObservationConvention;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
 import tools.jackson.databind.json.JsonMapper;
 
 import org.springframework.beans.factory.ObjectProvider;
@@ -46,6 +49,10 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * Auto-configuration of pgqueue: migrates its schema, writes the queues of
  * {@code pgqueue.queues}, and provides the {@link QueueTemplate} and the {@code @QueueListener}
  * machinery. Backs off without a {@link DataSource}; off with {@code pgqueue.enabled=false}.
+ * Observations ({@code pgqueue.template.observation-enabled},
+ * {@code pgqueue.listener.observation-enabled}) are recorded in the context's
+ * {@link ObservationRegistry}, with a {@link QueueSendObservationConvention} or
+ * {@link QueueProcessObservationConvention} bean replacing the default conventions.
  */
 @AutoConfiguration(after = DataSourceAutoConfiguration.class,
 		afterName = "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration")
@@ -66,7 +73,8 @@ public final class PgQueueAutoConfiguration {
 	@ConditionalOnMissingBean
 	QueueTemplate queueTemplate(@PgQueueDataSource ObjectProvider<DataSource> pgQueueDataSource,
 			ObjectProvider<DataSource> dataSource, PgQueueProperties properties, PayloadConverter converter,
-			ObjectProvider<MeterRegistry> meterRegistry) {
+			ObjectProvider<MeterRegistry> meterRegistry, ObjectProvider<ObservationRegistry> observationRegistry,
+			ObjectProvider<QueueSendObservationConvention> sendObservationConvention) {
 		PgQueuePropertiesValidator.validate(properties);
 		return QueueTemplate.builder(dataSource(pgQueueDataSource, dataSource))
 			.schema(properties.getSchema())
@@ -74,6 +82,9 @@ public final class PgQueueAutoConfiguration {
 			.maxPayloadBytes((int) Math.min(Integer.MAX_VALUE, properties.getMaxPayloadSize().toBytes()))
 			.payloadConverter(converter)
 			.meterRegistry(meterRegistry.getIfAvailable(CompositeMeterRegistry::new))
+			.observationRegistry(observationRegistry.getIfUnique(() -> ObservationRegistry.NOOP))
+			.observationEnabled(properties.getTemplate().isObservationEnabled())
+			.observationConvention(sendObservationConvention.getIfUnique())
 			.build();
 	}
 
@@ -127,12 +138,14 @@ public final class PgQueueAutoConfiguration {
 	QueueListenerEndpointRegistry pgQueueListenerEndpointRegistry(QueueTemplate queueTemplate,
 			ListenerConnections connections, PgQueueProperties properties, PgQueueSchemaInitializer schema,
 			ObjectProvider<PlatformTransactionManager> transactionManagers,
-			ObjectProvider<QueueListenerContainerCustomizer> customizers, Environment environment) {
+			ObjectProvider<QueueListenerContainerCustomizer> customizers, Environment environment,
+			ObjectProvider<QueueProcessObservationConvention> processObservationConvention) {
 		PgQueueListenerEndpointRegistry registry = new PgQueueListenerEndpointRegistry(queueTemplate, connections,
 				properties.getListener().getShutdownTimeout(), transactionManagers);
 		List<QueueListenerContainerCustomizer> ordered = customizers.orderedStream().toList();
 		registry.setContainerCustomizer((container) -> ordered.forEach((customizer) -> customizer.customize(container)));
 		registry.setVirtualThreads(Threading.VIRTUAL.isActive(environment));
+		registry.setObservationConvention(processObservationConvention.getIfUnique());
 		return registry;
 	}
 
@@ -149,7 +162,7 @@ public final class PgQueueAutoConfiguration {
 					Set<String> known = new LinkedHashSet<>(schema.knownQueues());
 					known.addAll(queueTemplate.declaredQueues());
 					return known;
-				}, queues);
+				}, queues, listener.isObservationEnabled());
 	}
 
 	@Bean

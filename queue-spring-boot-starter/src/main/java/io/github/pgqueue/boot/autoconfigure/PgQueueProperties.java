@@ -34,6 +34,9 @@ public class PgQueueProperties {
 	/** Largest payload as JSON: larger sends fail, and consumers dead-letter larger messages without reading them. */
 	private DataSize maxPayloadSize = DataSize.ofBytes(QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
 
+	/** Settings of the {@code QueueTemplate}. */
+	private final Template template = new Template();
+
 	/** Defaults for every {@code @QueueListener}. */
 	private final Listener listener = new Listener();
 
@@ -83,6 +86,10 @@ public class PgQueueProperties {
 		this.maxPayloadSize = maxPayloadSize;
 	}
 
+	public Template getTemplate() {
+		return this.template;
+	}
+
 	public Listener getListener() {
 		return this.listener;
 	}
@@ -93,6 +100,22 @@ public class PgQueueProperties {
 
 	public void setQueues(Map<String, Queue> queues) {
 		this.queues = queues;
+	}
+
+	/** Template settings. */
+	public static class Template {
+
+		/** Whether every send, sendBatch and publish is observed as pgqueue.send, with the trace context written into the message's headers. */
+		private boolean observationEnabled;
+
+		public boolean isObservationEnabled() {
+			return this.observationEnabled;
+		}
+
+		public void setObservationEnabled(boolean observationEnabled) {
+			this.observationEnabled = observationEnabled;
+		}
+
 	}
 
 	/** Listener defaults. */
@@ -112,6 +135,17 @@ public class PgQueueProperties {
 
 		/** Whether pollers take their connections from a pool of their own, sized from the total concurrency. */
 		private boolean dedicatedPool = true;
+
+		/** Whether every handler call is observed as pgqueue.process, continuing the trace whose context the message's headers carry. */
+		private boolean observationEnabled;
+
+		public boolean isObservationEnabled() {
+			return this.observationEnabled;
+		}
+
+		public void setObservationEnabled(boolean observationEnabled) {
+			this.observationEnabled = observationEnabled;
+		}
 
 		public Duration getPollInterval() {
 			return this.pollInterval;

@@ -16,7 +16,8 @@ class ArchitectureTests {
 
 	@Test
 	void coreDoesNotDependOnSpringBoot() {
-		noClasses().that().resideInAnyPackage("io.github.pgqueue", "io.github.pgqueue.listener", "io.github.pgqueue.internal")
+		noClasses().that().resideInAnyPackage("io.github.pgqueue", "io.github.pgqueue.listener", "io.github.pgqueue.internal",
+				"io.github.pgqueue.observation")
 			.should().dependOnClassesThat().resideInAPackage("org.springframework.boot..")
 			.check(this.classes);
 	}

@@ -1,0 +1,168 @@
+package io.github.pgqueue.observation;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.pgqueue.AckMode;
+import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueDefinition;
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.listener.DefaultQueueErrorHandler;
+import io.github.pgqueue.listener.QueueListenerEndpoint;
+import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.PostgresExtension;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationHandler.FirstMatchingCompositeObservationHandler;
+import io.micrometer.observation.ObservationRegistry;
+import io.micrometer.tracing.Span;
+import io.micrometer.tracing.handler.DefaultTracingObservationHandler;
+import io.micrometer.tracing.handler.PropagatingReceiverTracingObservationHandler;
+import io.micrometer.tracing.handler.PropagatingSenderTracingObservationHandler;
+import io.micrometer.tracing.otel.bridge.OtelCurrentTraceContext;
+import io.micrometer.tracing.otel.bridge.OtelPropagator;
+import io.micrometer.tracing.otel.bridge.OtelTracer;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
+import io.opentelemetry.context.propagation.ContextPropagators;
+import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter;
+import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.trace.data.SpanData;
+import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Trace context travels in the message's headers: with Micrometer Tracing's propagating
+ * handlers (the OpenTelemetry bridge, W3C propagation, spans kept in memory) the consumer span
+ * is a child of the producer span, in both modes, and a message inserted by plain SQL with a
+ * {@code traceparent} header continues that trace.
+ */
+@ExtendWith(PostgresExtension.class)
+class TracePropagationIntegrationTests {
+
+	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
+
+	private final HikariDataSource app = this.postgres.pool("trace-app", 6);
+
+	private final HikariDataSource consumers = this.postgres.pool("trace-consumers", 6);
+
+	private final InMemorySpanExporter spans = InMemorySpanExporter.create();
+
+	private final SdkTracerProvider tracerProvider = SdkTracerProvider.builder()
+		.addSpanProcessor(SimpleSpanProcessor.create(this.spans))
+		.build();
+
+	private final OtelTracer tracer;
+
+	private final ObservationRegistry observations = ObservationRegistry.create();
+
+	/** The trace and span the handler saw as current, by message payload. */
+	private final Map<String, String> seenInHandler = new ConcurrentHashMap<>();
+
+	private QueueListenerEndpointRegistry registry;
+
+	TracePropagationIntegrationTests() {
+		io.opentelemetry.api.trace.Tracer otel = this.tracerProvider.get("pgqueue-test");
+		this.tracer = new OtelTracer(otel, new OtelCurrentTraceContext(), (event) -> {
+		});
+		OtelPropagator propagator = new OtelPropagator(
+				ContextPropagators.create(W3CTraceContextPropagator.getInstance()), otel);
+		this.observations.observationConfig()
+			.observationHandler(new FirstMatchingCompositeObservationHandler(
+					new PropagatingSenderTracingObservationHandler<>(this.tracer, propagator),
+					new PropagatingReceiverTracingObservationHandler<>(this.tracer, propagator),
+					new DefaultTracingObservationHandler(this.tracer)));
+	}
+
+	@AfterEach
+	void stop() {
+		if (this.registry != null) {
+			this.registry.stop();
+		}
+		this.tracerProvider.close();
+		this.consumers.close();
+		this.app.close();
+	}
+
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void theConsumerSpanIsAChildOfTheProducerSpan(ConsumptionMode mode) {
+		QueueTemplate template = template();
+		template.declare(QueueDefinition.of("emails"));
+		Observation request = Observation.start("checkout", this.observations);
+		try (Observation.Scope scope = request.openScope()) {
+			template.send("emails", "welcome");
+		}
+		finally {
+			request.stop();
+		}
+		String headers = new JdbcTemplate(this.app).queryForObject("SELECT headers::text FROM pgqueue.message",
+				String.class);
+		assertThat(headers).contains("traceparent");
+		start(template, mode);
+
+		SpanData consumer = await().atMost(Duration.ofSeconds(20)).until(() -> span("emails process"),
+				(span) -> span != null);
+		SpanData producer = span("emails send");
+		SpanData checkout = span("checkout");
+		assertThat(producer.getKind()).isEqualTo(SpanKind.PRODUCER);
+		assertThat(producer.getParentSpanId()).isEqualTo(checkout.getSpanId());
+		assertThat(consumer.getKind()).isEqualTo(SpanKind.CONSUMER);
+		assertThat(consumer.getTraceId()).isEqualTo(producer.getTraceId());
+		assertThat(consumer.getParentSpanId()).isEqualTo(producer.getSpanId());
+		assertThat(this.seenInHandler.get("welcome")).as("the consumer span is current in the handler")
+			.isEqualTo(consumer.getTraceId() + "/" + consumer.getSpanId());
+	}
+
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void aPlainSqlInsertWithATraceparentContinuesThatTrace(ConsumptionMode mode) {
+		QueueTemplate template = template();
+		template.declare(QueueDefinition.of("emails"));
+		String traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+		String parentId = "00f067aa0ba902b7";
+		new JdbcTemplate(this.app).update("INSERT INTO pgqueue.message (queue, payload, headers) VALUES "
+				+ "('emails', '\"from-sql\"', jsonb_build_object('traceparent', ?::text))",
+				"00-" + traceId + "-" + parentId + "-01");
+		start(template, mode);
+
+		SpanData consumer = await().atMost(Duration.ofSeconds(20)).until(() -> span("emails process"),
+				(span) -> span != null);
+		assertThat(consumer.getTraceId()).isEqualTo(traceId);
+		assertThat(consumer.getParentSpanId()).isEqualTo(parentId);
+		assertThat(this.seenInHandler.get("from-sql")).startsWith(traceId + "/");
+	}
+
+	private QueueTemplate template() {
+		return QueueTemplate.builder(this.app).observationRegistry(this.observations).observationEnabled(true).build();
+	}
+
+	private void start(QueueTemplate template, ConsumptionMode mode) {
+		this.registry = new QueueListenerEndpointRegistry(template, this.consumers, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("mailer", List.of("emails"), 1, AckMode.AUTO,
+				true, String.class, (message, ack) -> {
+					Span current = this.tracer.currentSpan();
+					this.seenInHandler.put((String) message.payload(), (current != null)
+							? current.context().traceId() + "/" + current.context().spanId() : "none");
+				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode, Duration.ofSeconds(30))
+			.withObservationEnabled(true));
+		this.registry.start();
+	}
+
+	private SpanData span(String name) {
+		return this.spans.getFinishedSpanItems().stream().filter((span) -> span.getName().equals(name)).findFirst()
+			.orElse(null);
+	}
+
+}

@@ -68,6 +68,7 @@ public final class BenchmarkMain {
 			case "send-batch" -> new SendScenario(context).runSendBatch();
 			case "drain" -> new DrainScenario(context).run();
 			case "latency-idle" -> new LatencyIdleScenario(context).run();
+			case "delayed" -> new DelayedScenario(context).run();
 			case "steady" -> new SteadyScenario(context).run();
 			case "backlog" -> new BacklogScenario(context).run();
 			case "idle-cost" -> new IdleCostScenario(context).run();

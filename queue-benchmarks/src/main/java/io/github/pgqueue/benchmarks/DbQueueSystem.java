@@ -108,6 +108,20 @@ final class DbQueueSystem implements QueueSystem {
 		wakeUp();
 	}
 
+	@Override
+	public boolean sendsDelayed() {
+		return true;
+	}
+
+	// As send: the in-process wake-up after each send, though the task is not due yet (db-queue has
+	// nothing that wakes a sleeping thread when a delayed task falls due; it finds it at its next poll).
+	@Override
+	public void sendDelayed(long sequence, Duration delay) {
+		this.producer.transact(() -> this.producer.getQueueDao()
+			.enqueue(location(QUEUE), EnqueueParams.create(Payloads.json(sequence)).withExecutionDelay(delay)));
+		wakeUp();
+	}
+
 	private void wakeUp() {
 		QueueService service = this.running;
 		if (service != null) {
@@ -117,7 +131,12 @@ final class DbQueueSystem implements QueueSystem {
 
 	@Override
 	public Consumers startConsumers(int concurrency, int batchSize, MessageHandler handler) {
-		return start(List.of(QUEUE), concurrency, handler);
+		return start(List.of(QUEUE), concurrency, PgQueueSystem.POLL_INTERVAL, handler);
+	}
+
+	@Override
+	public Consumers startDelayedConsumer(int batchSize, Duration pollInterval, MessageHandler handler) {
+		return start(List.of(QUEUE), 1, pollInterval, handler);
 	}
 
 	@Override
@@ -126,16 +145,17 @@ final class DbQueueSystem implements QueueSystem {
 		for (int i = 0; i < listeners; i++) {
 			queues.add(new QueueId("idle-" + i));
 		}
-		return Optional.of(start(queues, 1, (n) -> {
+		return Optional.of(start(queues, 1, PgQueueSystem.POLL_INTERVAL, (n) -> {
 		}));
 	}
 
-	private Consumers start(List<QueueId> queues, int threads, MessageHandler handler) {
+	private Consumers start(List<QueueId> queues, int threads, Duration pollInterval, MessageHandler handler) {
 		QueueShard<SpringDatabaseAccessLayer> shard = new QueueShard<>(SHARD, accessLayer(this.database.consumerPool()));
 		QueueService service = new QueueService(List.of(shard), NoopThreadLifecycleListener.getInstance(),
 				NoopTaskLifecycleListener.getInstance());
 		for (QueueId queue : queues) {
-			service.registerQueue(new Consumer(new QueueConfig(location(queue), settings(threads)), handler));
+			service.registerQueue(
+					new Consumer(new QueueConfig(location(queue), settings(threads, pollInterval)), handler));
 		}
 		service.start();
 		this.running = service;
@@ -147,12 +167,13 @@ final class DbQueueSystem implements QueueSystem {
 	}
 
 	// No pause between tasks (the README names it the throughput limit); an idle thread polls once
-	// a second, as pgqueue's default poll interval; failed tasks back off geometrically.
-	private static QueueSettings settings(int threads) {
+	// per poll interval (pgqueue's default of 1 s unless a scenario sets it); failed tasks back off
+	// geometrically.
+	private static QueueSettings settings(int threads, Duration pollInterval) {
 		return QueueSettings.builder()
 			.withThreadCount(threads)
 			.withBetweenTaskTimeout(Duration.ZERO)
-			.withNoTaskTimeout(PgQueueSystem.POLL_INTERVAL)
+			.withNoTaskTimeout(pollInterval)
 			.withFatalCrashTimeout(Duration.ofSeconds(1))
 			.withProcessingMode(ProcessingMode.SEPARATE_TRANSACTIONS)
 			.withRetryType(TaskRetryType.GEOMETRIC_BACKOFF)

@@ -2,6 +2,7 @@ package io.github.pgqueue.benchmarks;
 
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -9,8 +10,9 @@ import javax.sql.DataSource;
 
 /**
  * The bare JDBC loop of the plain-SQL baselines: N threads, each keeping one connection, polling
- * until the queue is empty and then waiting for a notification (at most 1 s, like pgqueue's
- * default poll interval).
+ * until the queue is empty and then waiting for a notification (at most the poll interval, 1 s
+ * like pgqueue's default unless a scenario sets it, or less when the poller knows the next
+ * delayed message falls due sooner).
  */
 final class JdbcWorkers implements Consumers {
 
@@ -19,6 +21,11 @@ final class JdbcWorkers implements Consumers {
 
 		/** Receives, handles and completes one batch; returns how many messages it handled. */
 		int poll() throws SQLException;
+
+		/** After a poll that found nothing: how long until the queue's next delayed message is due, or null if unknown. */
+		default Duration nextDue() throws SQLException {
+			return null;
+		}
 
 	}
 
@@ -33,9 +40,17 @@ final class JdbcWorkers implements Consumers {
 
 	private final Wakeups wakeups;
 
+	private final Duration pollInterval;
+
 	private volatile boolean running = true;
 
 	JdbcWorkers(String name, DataSource dataSource, String queue, int concurrency, PollerFactory pollers) {
+		this(name, dataSource, queue, concurrency, PgQueueSystem.POLL_INTERVAL, pollers);
+	}
+
+	JdbcWorkers(String name, DataSource dataSource, String queue, int concurrency, Duration pollInterval,
+			PollerFactory pollers) {
+		this.pollInterval = pollInterval;
 		this.wakeups = new Wakeups(dataSource, queue, concurrency);
 		for (int i = 0; i < concurrency; i++) {
 			int worker = i;
@@ -51,7 +66,9 @@ final class JdbcWorkers implements Consumers {
 			Poller poller = pollers.create(connection);
 			while (this.running) {
 				if (poller.poll() == 0) {
-					this.wakeups.await(worker, PgQueueSystem.POLL_INTERVAL.toMillis());
+					Duration due = poller.nextDue();
+					Duration idle = (due != null && due.compareTo(this.pollInterval) < 0) ? due : this.pollInterval;
+					this.wakeups.await(worker, idle.toMillis());
 				}
 			}
 		}

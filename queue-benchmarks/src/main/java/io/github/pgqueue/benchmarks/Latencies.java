@@ -5,8 +5,9 @@ import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
  * End-to-end latency by sequence number: when the producer's send returned (its transaction
- * committed) and when a handler started on the message. A handler may start before the producer
- * records its commit (NOTIFY is delivered at commit); that latency counts as zero.
+ * committed), or when a delayed message fell due, and when a handler started on the message. A
+ * handler may start before the producer records its commit (NOTIFY is delivered at commit); that
+ * latency counts as zero, and the message as early.
  */
 final class Latencies {
 
@@ -25,6 +26,13 @@ final class Latencies {
 		}
 	}
 
+	/** Records the instant a delayed message falls due, to measure its lateness from there. */
+	void due(long sequence, long nanos) {
+		if (sequence >= 0 && sequence < this.committed.length()) {
+			this.committed.set((int) sequence, nanos);
+		}
+	}
+
 	void started(long sequence) {
 		if (sequence >= 0 && sequence < this.started.length()) {
 			this.started.compareAndSet((int) sequence, 0, System.nanoTime());
@@ -35,16 +43,19 @@ final class Latencies {
 	Summary summarize() {
 		long[] nanos = new long[this.committed.length()];
 		int count = 0;
+		int early = 0;
 		for (int i = 0; i < nanos.length; i++) {
 			long sent = this.committed.get(i);
 			long handled = this.started.get(i);
 			if (sent != 0 && handled != 0) {
 				nanos[count++] = Math.max(0, handled - sent);
+				early += (handled < sent) ? 1 : 0;
 			}
 		}
 		long[] sorted = Arrays.copyOf(nanos, count);
 		Arrays.sort(sorted);
-		return new Summary(count, percentile(sorted, 0.50), percentile(sorted, 0.99));
+		return new Summary(count, percentile(sorted, 0.50), percentile(sorted, 0.99), percentile(sorted, 1.0),
+				early);
 	}
 
 	private static Double percentile(long[] sorted, double fraction) {
@@ -55,8 +66,8 @@ final class Latencies {
 		return sorted[Math.max(0, Math.min(sorted.length - 1, index))] / 1_000_000.0;
 	}
 
-	/** The latencies of {@code count} messages. */
-	record Summary(int count, Double p50Millis, Double p99Millis) {
+	/** The latencies of {@code count} messages, of which {@code early} started before their recorded instant. */
+	record Summary(int count, Double p50Millis, Double p99Millis, Double maxMillis, int early) {
 	}
 
 }

@@ -19,7 +19,7 @@ import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
  * ({@code pgqueue}) or transactional mode ({@code pgqueue-tx}: a JDBC transaction manager on the
  * application pool), the latter also with its messages spread over FIFO groups
  * ({@code pgqueue-tx-fifo}), with the starter's defaults (poll interval 1 s) unless a scenario sets the
- * batch size.
+ * batch size or, for delayed messages, the poll interval.
  */
 final class PgQueueSystem extends MessageTableSystem {
 
@@ -96,9 +96,29 @@ final class PgQueueSystem extends MessageTableSystem {
 	}
 
 	@Override
+	public boolean sendsDelayed() {
+		return this.groups == 0;
+	}
+
+	@Override
+	public void sendDelayed(long sequence, Duration delay) {
+		this.template.send(QUEUE, new Tick(sequence), SendOptions.builder().delay(delay).build());
+	}
+
+	@Override
 	public Consumers startConsumers(int concurrency, int batchSize, MessageHandler handler) {
+		return start(concurrency, batchSize, POLL_INTERVAL, handler);
+	}
+
+	@Override
+	public Consumers startDelayedConsumer(int batchSize, Duration pollInterval, MessageHandler handler) {
+		return start(1, batchSize, pollInterval, handler);
+	}
+
+	private Consumers start(int concurrency, int batchSize, Duration pollInterval, MessageHandler handler) {
 		QueueListenerEndpointRegistry registry = registry();
-		registry.registerListenerEndpoint(endpoint("bench", QUEUE, concurrency, batchSize, this.mode, handler));
+		registry.registerListenerEndpoint(
+				endpoint("bench", QUEUE, concurrency, batchSize, pollInterval, this.mode, handler));
 		registry.start();
 		return registry::stop;
 	}
@@ -107,8 +127,8 @@ final class PgQueueSystem extends MessageTableSystem {
 	public Optional<Consumers> startIdleListeners(int listeners) {
 		QueueListenerEndpointRegistry registry = registry();
 		for (int i = 0; i < listeners; i++) {
-			registry.registerListenerEndpoint(endpoint("idle-" + i, "idle-" + i, 1, DEFAULT_BATCH_SIZE, this.mode,
-					(n) -> {
+			registry.registerListenerEndpoint(endpoint("idle-" + i, "idle-" + i, 1, DEFAULT_BATCH_SIZE, POLL_INTERVAL,
+					this.mode, (n) -> {
 					}));
 		}
 		registry.start();
@@ -120,10 +140,10 @@ final class PgQueueSystem extends MessageTableSystem {
 	}
 
 	private static QueueListenerEndpoint endpoint(String id, String queue, int concurrency, int batchSize,
-			ConsumptionMode mode, MessageHandler handler) {
+			Duration pollInterval, ConsumptionMode mode, MessageHandler handler) {
 		return new QueueListenerEndpoint(id, List.of(queue), concurrency, AckMode.AUTO, true, Tick.class,
 				(message, ack) -> handler.onMessage(((Tick) message.payload()).n()), new DefaultQueueErrorHandler(),
-				batchSize, POLL_INTERVAL, mode, QueueListenerEndpoint.DEFAULT_TRANSACTION_TIMEOUT);
+				batchSize, pollInterval, mode, QueueListenerEndpoint.DEFAULT_TRANSACTION_TIMEOUT);
 	}
 
 }

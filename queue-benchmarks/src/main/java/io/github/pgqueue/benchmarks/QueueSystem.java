@@ -34,6 +34,25 @@ interface QueueSystem {
 		return Optional.empty();
 	}
 
+	/** Whether the system has a per-message delay ({@link #sendDelayed}). */
+	default boolean sendsDelayed() {
+		return false;
+	}
+
+	/** Sends one message, visible only after {@code delay}, in a transaction of its own. */
+	default void sendDelayed(long sequence, Duration delay) {
+		throw new UnsupportedOperationException(name() + " has no per-message delay");
+	}
+
+	/**
+	 * Starts one consumer thread that, when it finds nothing to do, waits {@code pollInterval} or
+	 * until the system's own means wake it: a notification of a send, or its knowledge of when the
+	 * next delayed message falls due.
+	 */
+	default Consumers startDelayedConsumer(int batchSize, Duration pollInterval, MessageHandler handler) {
+		throw new UnsupportedOperationException(name() + " has no per-message delay");
+	}
+
 	/** Loads {@code count} untracked messages in bulk, visible after {@code delay}; not measured. */
 	void preload(int count, Duration delay);
 

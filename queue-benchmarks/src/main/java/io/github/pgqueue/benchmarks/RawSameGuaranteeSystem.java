@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -43,6 +44,20 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 
 	@Override
 	public void send(long sequence) {
+		send(sequence, 0);
+	}
+
+	@Override
+	public boolean sendsDelayed() {
+		return true;
+	}
+
+	@Override
+	public void sendDelayed(long sequence, Duration delay) {
+		send(sequence, delay.toMillis());
+	}
+
+	private void send(long sequence, long delayMillis) {
 		try (Connection connection = this.database.appPool().getConnection();
 				PreparedStatement ps = connection.prepareStatement(this.sql.send())) {
 			// 1 queue, 2 payload, 3 headers, 4 priority, 5 not-before, 6 delay ms, 7 max attempts
@@ -51,7 +66,7 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 			ps.setString(3, HEADERS);
 			ps.setInt(4, 0);
 			ps.setNull(5, java.sql.Types.TIMESTAMP_WITH_TIMEZONE);
-			ps.setLong(6, 0);
+			ps.setLong(6, delayMillis);
 			ps.setNull(7, java.sql.Types.INTEGER);
 			ps.setNull(8, java.sql.Types.VARCHAR);
 			try (ResultSet rs = ps.executeQuery()) {
@@ -97,6 +112,13 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 				(connection) -> new Session(connection, batchSize, handler)::poll);
 	}
 
+	/** Sleeps until the next delayed message is due, as learnt from the claim, like pgqueue's listener. */
+	@Override
+	public Consumers startDelayedConsumer(int batchSize, Duration pollInterval, MessageHandler handler) {
+		return new JdbcWorkers("raw-sg", this.database.consumerPool(), QUEUE, 1, pollInterval,
+				(connection) -> new Session(connection, batchSize, handler));
+	}
+
 	/**
 	 * Binds pgqueue's claim (lock, re-check and count the attempt, unlock what the re-check
 	 * skipped): 1 queue, 2 queue, 3 queue, 4 window, 5 namespace, 6 batch size, 7 queue,
@@ -118,7 +140,7 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 	}
 
 	/** One worker's session: its backend pid guards the ack, as in pgqueue. */
-	private final class Session {
+	private final class Session implements JdbcWorkers.Poller {
 
 		private final Connection connection;
 
@@ -131,6 +153,9 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 		private final PreparedStatement claim;
 
 		private final PreparedStatement ack;
+
+		/** What the last claim that found nothing said of the next delayed message. */
+		private Duration nextDue;
 
 		Session(Connection connection, int batchSize, MessageHandler handler) throws SQLException {
 			this.connection = connection;
@@ -145,12 +170,20 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 			this.ack = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.ack());
 		}
 
-		int poll() throws SQLException {
+		@Override
+		public int poll() throws SQLException {
 			int ns = RawSameGuaranteeSystem.this.namespace;
 			bindClaim(this.claim, this.batchSize, ns);
 			Map<Long, String> claimed = new LinkedHashMap<>();
+			this.nextDue = null;
 			try (ResultSet rs = this.claim.executeQuery()) {
 				while (rs.next()) {
+					if (rs.getObject(1) == null) {
+						// The row a claim that found nothing adds: column 15, ms until the next delayed message.
+						long millis = rs.getLong(15);
+						this.nextDue = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, millis));
+						continue;
+					}
 					// Column 5 (priority) is null for a row the re-check skipped; it is already unlocked.
 					if (rs.getObject(5) != null) {
 						claimed.put(rs.getLong(1), rs.getString(3));
@@ -173,6 +206,11 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 				}
 			}
 			return claimed.size();
+		}
+
+		@Override
+		public Duration nextDue() {
+			return this.nextDue;
 		}
 
 	}

@@ -4,11 +4,13 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Duration;
 
 /**
  * The physical limit: the best plain SQL on pgqueue's own table. A single {@code INSERT} per send,
  * a multi-row {@code INSERT} per batch, and receive + ack in one delete-on-read statement
- * (at-most-once: a consumer that dies after it loses the batch).
+ * (at-most-once: a consumer that dies after it loses the batch). Delayed messages are inserted with
+ * their {@code visible_at}, and their consumer sleeps until the next one is due.
  */
 final class RawSqlSystem extends MessageTableSystem {
 
@@ -23,6 +25,17 @@ final class RawSqlSystem extends MessageTableSystem {
 			               ORDER BY priority, visible_at, id
 			               LIMIT ? FOR UPDATE SKIP LOCKED)
 			RETURNING payload::text""";
+
+	private static final String INSERT_DELAYED = """
+			INSERT INTO pgqueue.message (queue, payload, visible_at)
+			VALUES (?, ?::jsonb, now() + ? * interval '1 millisecond')""";
+
+	// Asked only after a receive found nothing; rounded up, so that the worker wakes when the
+	// message is visible, not just before. Served by the claim index (queue, priority, visible_at).
+	private static final String NEXT_DUE = """
+			SELECT ceil(extract(epoch FROM min(visible_at) - now()) * 1000)::bigint
+			  FROM pgqueue.message
+			 WHERE queue = ? AND visible_at > now()""";
 
 	private final String[] multiRowInserts = new String[1001];
 
@@ -82,22 +95,76 @@ final class RawSqlSystem extends MessageTableSystem {
 	}
 
 	@Override
+	public boolean sendsDelayed() {
+		return true;
+	}
+
+	@Override
+	public void sendDelayed(long sequence, Duration delay) {
+		try (Connection connection = this.database.appPool().getConnection();
+				PreparedStatement ps = connection.prepareStatement(INSERT_DELAYED)) {
+			ps.setString(1, QUEUE);
+			ps.setString(2, Payloads.json(sequence));
+			ps.setLong(3, delay.toMillis());
+			ps.executeUpdate();
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException(ex);
+		}
+	}
+
+	@Override
 	public Consumers startConsumers(int concurrency, int batchSize, MessageHandler handler) {
-		return new JdbcWorkers("raw-sql", this.database.consumerPool(), QUEUE, concurrency, (connection) -> {
-			PreparedStatement receive = connection.prepareStatement(RECEIVE);
-			return () -> {
-				receive.setString(1, QUEUE);
-				receive.setInt(2, batchSize);
-				int handled = 0;
-				try (ResultSet rs = receive.executeQuery()) {
-					while (rs.next()) {
-						handler.onMessage(Payloads.sequence(rs.getString(1)));
-						handled++;
+		return new JdbcWorkers("raw-sql", this.database.consumerPool(), QUEUE, concurrency,
+				(connection) -> poller(connection, batchSize, handler));
+	}
+
+	/**
+	 * The best plain SQL for delayed messages: after a receive that found nothing, one more
+	 * statement asks when the next message falls due, and the worker sleeps until then (or the poll
+	 * interval, or a notification), as pgqueue's listener does.
+	 */
+	@Override
+	public Consumers startDelayedConsumer(int batchSize, Duration pollInterval, MessageHandler handler) {
+		return new JdbcWorkers("raw-sql", this.database.consumerPool(), QUEUE, 1, pollInterval, (connection) -> {
+			JdbcWorkers.Poller receive = poller(connection, batchSize, handler);
+			PreparedStatement nextDue = connection.prepareStatement(NEXT_DUE);
+			return new JdbcWorkers.Poller() {
+
+				@Override
+				public int poll() throws SQLException {
+					return receive.poll();
+				}
+
+				@Override
+				public Duration nextDue() throws SQLException {
+					nextDue.setString(1, QUEUE);
+					try (ResultSet rs = nextDue.executeQuery()) {
+						rs.next();
+						long millis = rs.getLong(1);
+						return rs.wasNull() ? null : Duration.ofMillis(Math.max(0, millis));
 					}
 				}
-				return handled;
+
 			};
 		});
+	}
+
+	private static JdbcWorkers.Poller poller(Connection connection, int batchSize, MessageHandler handler)
+			throws SQLException {
+		PreparedStatement receive = connection.prepareStatement(RECEIVE);
+		return () -> {
+			receive.setString(1, QUEUE);
+			receive.setInt(2, batchSize);
+			int handled = 0;
+			try (ResultSet rs = receive.executeQuery()) {
+				while (rs.next()) {
+					handler.onMessage(Payloads.sequence(rs.getString(1)));
+					handled++;
+				}
+			}
+			return handled;
+		};
 	}
 
 }

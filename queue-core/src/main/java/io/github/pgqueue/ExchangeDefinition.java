@@ -10,18 +10,36 @@ import java.util.regex.Pattern;
  * @param name the exchange (same rules as a queue name)
  * @param type how routing keys are matched
  * @param bindings the queues it routes to
+ * @param unroutable what a publish that matches no binding does
  */
-public record ExchangeDefinition(String name, Type type, List<Binding> bindings) {
+public record ExchangeDefinition(String name, Type type, List<Binding> bindings, Unroutable unroutable) {
 
 	private static final Pattern TOPIC_WORD = Pattern.compile("[A-Za-z0-9_-]+|\\*|#");
+
+	/** An exchange that drops what matches no binding. */
+	public ExchangeDefinition(String name, Type type, List<Binding> bindings) {
+		this(name, type, bindings, Unroutable.DROP);
+	}
 
 	public ExchangeDefinition {
 		QueueNames.requireQueue(name);
 		Objects.requireNonNull(type, () -> "Exchange '" + name + "' needs a type: fanout, direct or topic");
+		Objects.requireNonNull(unroutable, () -> "Exchange '" + name + "' needs an unroutable policy: drop or fail");
 		bindings = List.copyOf(Objects.requireNonNull(bindings, "bindings"));
 		for (Binding binding : bindings) {
 			binding.keyRegex(type, name);
 		}
+	}
+
+	/** What a publish that matches no binding does. */
+	public enum Unroutable {
+
+		/** Nothing is inserted; the publish returns 0 and counts the message as unroutable. */
+		DROP,
+
+		/** The publish fails with {@link UnroutableMessageException} (and counts it as unroutable). */
+		FAIL
+
 	}
 
 	/** How an exchange matches routing keys. */

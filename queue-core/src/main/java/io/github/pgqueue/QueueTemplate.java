@@ -240,9 +240,15 @@ public final class QueueTemplate implements QueueOperations {
 			return queues;
 		}));
 		if (routedTo == null || routedTo.isEmpty()) {
-			if (!Boolean.TRUE.equals(this.jdbc.queryForObject(this.sql.exchangeExists(), Boolean.class, exchange))) {
+			List<String> policy = this.jdbc.queryForList(this.sql.exchangeExists(), String.class, exchange);
+			if (policy.isEmpty()) {
 				throw new IllegalArgumentException("Exchange '" + exchange + "' is not declared; declare it under "
 						+ "pgqueue.exchanges or with declare(ExchangeDefinition)");
+			}
+			this.meterRegistry.counter("pgqueue.messages.unroutable", "exchange", exchange).increment();
+			if ("fail".equals(policy.get(0))) {
+				throw new UnroutableMessageException("No binding of exchange '" + exchange + "' matches routing key '"
+						+ routingKey + "'; nothing was sent (the exchange is declared with unroutable: fail)");
 			}
 			return 0;
 		}
@@ -379,13 +385,14 @@ public final class QueueTemplate implements QueueOperations {
 			java.sql.Connection connection = ps.getConnection();
 			ps.setString(1, definition.name());
 			ps.setString(2, type);
-			ps.setString(3, definition.name());
-			ps.setArray(4, connection.createArrayOf("text", queues));
-			ps.setArray(5, connection.createArrayOf("text", keys));
-			ps.setArray(6, connection.createArrayOf("text", regexes));
-			ps.setString(7, definition.name());
-			ps.setArray(8, connection.createArrayOf("text", queues));
-			ps.setArray(9, connection.createArrayOf("text", keys));
+			ps.setString(3, definition.unroutable().name().toLowerCase(java.util.Locale.ROOT));
+			ps.setString(4, definition.name());
+			ps.setArray(5, connection.createArrayOf("text", queues));
+			ps.setArray(6, connection.createArrayOf("text", keys));
+			ps.setArray(7, connection.createArrayOf("text", regexes));
+			ps.setString(8, definition.name());
+			ps.setArray(9, connection.createArrayOf("text", queues));
+			ps.setArray(10, connection.createArrayOf("text", keys));
 			return ps.executeUpdate();
 		});
 	}

@@ -169,6 +169,27 @@ class ExchangeIntegrationTests {
 	}
 
 	@Test
+	void anUnroutablePublishIsDroppedOrFailsAsTheExchangeSaysAndIsCounted() {
+		io.micrometer.core.instrument.simple.SimpleMeterRegistry meters = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+		QueueTemplate metered = QueueTemplate.builder(this.dataSource).meterRegistry(meters).build();
+		metered.declare(new ExchangeDefinition("lenient", Type.DIRECT, List.of(new Binding("billing", "paid"))));
+		metered.declare(new ExchangeDefinition("strict", Type.DIRECT, List.of(new Binding("billing", "paid")),
+				ExchangeDefinition.Unroutable.FAIL));
+		assertThat(metered.publish("lenient", "refunded", "x")).isZero();
+		org.assertj.core.api.Assertions.assertThatExceptionOfType(UnroutableMessageException.class)
+			.isThrownBy(() -> metered.publish("strict", "refunded", "x"))
+			.withMessage("No binding of exchange 'strict' matches routing key 'refunded'; nothing was sent (the "
+					+ "exchange is declared with unroutable: fail)");
+		assertThat(metered.publish("strict", "paid", "y")).isEqualTo(1);
+		assertThat(meters.get("pgqueue.messages.unroutable").tag("exchange", "lenient").counter().count()).isEqualTo(1);
+		assertThat(meters.get("pgqueue.messages.unroutable").tag("exchange", "strict").counter().count()).isEqualTo(1);
+		assertThat(queuesOf("x")).isEmpty();
+
+		metered.declare(new ExchangeDefinition("strict", Type.DIRECT, List.of(new Binding("billing", "paid"))));
+		assertThat(metered.publish("strict", "refunded", "z")).as("redeclared: drop again").isZero();
+	}
+
+	@Test
 	void publishToAnUndeclaredExchangeFailsAndWritesNothing() {
 		assertThatIllegalArgumentException().isThrownBy(() -> this.template.publish("nowhere", "k", "x"))
 			.withMessageContaining("Exchange 'nowhere' is not declared");

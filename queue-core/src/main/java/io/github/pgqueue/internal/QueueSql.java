@@ -411,15 +411,18 @@ public final class QueueSql {
 				RETURNING id, queue""".formatted(s);
 
 		// 1 exchange.
-		this.exchangeExists = "SELECT EXISTS (SELECT 1 FROM %s.exchange WHERE name = ?)".formatted(s);
+		// 1 exchange: its unroutable policy, no row if it is not declared.
+		this.exchangeExists = "SELECT unroutable FROM %s.exchange WHERE name = ?".formatted(s);
 
-		// 1 exchange, 2 type, 3 exchange, 4 queues, 5 keys, 6 regexes, 7 exchange, 8 queues, 9 keys.
+		// 1 exchange, 2 type, 3 unroutable, 4 exchange, 5 queues, 6 keys, 7 regexes, 8 exchange,
+		// 9 queues, 10 keys.
 		// Upserts the exchange and its bindings and deletes the bindings no longer declared, in one
 		// statement (the foreign key is checked at its end, after the exchange row exists).
 		this.declareExchange = """
 				WITH exchange AS (
-				    INSERT INTO %1$s.exchange AS e (name, type) VALUES (?, ?)
-				    ON CONFLICT (name) DO UPDATE SET type = excluded.type, updated_at = now()
+				    INSERT INTO %1$s.exchange AS e (name, type, unroutable) VALUES (?, ?, ?)
+				    ON CONFLICT (name) DO UPDATE
+				       SET type = excluded.type, unroutable = excluded.unroutable, updated_at = now()
 				    RETURNING e.name),
 				bound AS (
 				    INSERT INTO %1$s.binding AS b (exchange, queue, routing_key, key_regex)

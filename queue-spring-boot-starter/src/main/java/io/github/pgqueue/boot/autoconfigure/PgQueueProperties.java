@@ -295,6 +295,20 @@ public class PgQueueProperties {
 		/** The queues the exchange routes to. */
 		private List<Binding> bindings = new ArrayList<>();
 
+		/**
+		 * What a publish that matches no binding does: drop (returns 0) or fail (throws); both count
+		 * it in pgqueue.messages.unroutable.
+		 */
+		private ExchangeDefinition.Unroutable unroutable = ExchangeDefinition.Unroutable.DROP;
+
+		public ExchangeDefinition.Unroutable getUnroutable() {
+			return this.unroutable;
+		}
+
+		public void setUnroutable(ExchangeDefinition.Unroutable unroutable) {
+			this.unroutable = unroutable;
+		}
+
 		public ExchangeDefinition.Type getType() {
 			return this.type;
 		}

@@ -124,7 +124,7 @@ final class PgQueuePropertiesValidator {
 						ex.getMessage());
 			}
 		}
-		return new ExchangeDefinition(name, exchange.getType(), bindings);
+		return new ExchangeDefinition(name, exchange.getType(), bindings, exchange.getUnroutable());
 	}
 
 	static QueueDefinition definition(String name, PgQueueProperties.Queue queue) {

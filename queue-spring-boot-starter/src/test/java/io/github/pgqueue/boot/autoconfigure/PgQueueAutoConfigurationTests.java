@@ -126,6 +126,21 @@ class PgQueueAutoConfigurationTests {
 	}
 
 	@Test
+	void anExchangeDeclaredToFailOnUnroutablePublishesDoesSo() {
+		this.runner
+			.withPropertyValues("pgqueue.queues.billing.max-attempts=5", "pgqueue.exchanges.payments.type=direct",
+					"pgqueue.exchanges.payments.unroutable=fail", "pgqueue.exchanges.payments.bindings[0].queue=billing",
+					"pgqueue.exchanges.payments.bindings[0].routing-key=paid")
+			.run((context) -> {
+				QueueTemplate template = context.getBean(QueueTemplate.class);
+				assertThat(template.publish("payments", "paid", "p-1")).isEqualTo(1);
+				org.assertj.core.api.Assertions
+					.assertThatExceptionOfType(io.github.pgqueue.UnroutableMessageException.class)
+					.isThrownBy(() -> template.publish("payments", "refunded", "p-2"));
+			});
+	}
+
+	@Test
 	void bindingToAnUndeclaredQueueOrABadPatternFailsStartupNamingTheProperty() {
 		this.runner.withPropertyValues("pgqueue.exchanges.orders.bindings[0].queue=billing")
 			.run((context) -> assertThat(failureMessages(context)).contains("pgqueue.exchanges.orders.bindings[0].queue")

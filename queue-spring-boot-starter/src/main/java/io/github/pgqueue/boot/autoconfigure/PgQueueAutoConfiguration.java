@@ -25,6 +25,8 @@ import tools.jackson.databind.json.JsonMapper;
 
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
+import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.LazyInitializationExcludeFilter;
 import org.springframework.boot.autoconfigure.condition.AnyNestedCondition;
@@ -218,6 +220,20 @@ public final class PgQueueAutoConfiguration {
 		@ConditionalOnBean(annotation = PgQueueDataSource.class)
 		static class MarkedDataSource {
 
+		}
+
+	}
+
+	/** The {@code pgqueue} actuator endpoint, when Actuator is present and the endpoint is available. */
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(Endpoint.class)
+	static class EndpointConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean
+		@ConditionalOnAvailableEndpoint
+		PgQueueEndpoint pgQueueEndpoint(QueueAdmin queueAdmin, QueueListenerEndpointRegistry registry) {
+			return new PgQueueEndpoint(queueAdmin, registry);
 		}
 
 	}

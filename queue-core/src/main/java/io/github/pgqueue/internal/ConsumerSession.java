@@ -264,7 +264,7 @@ public final class ConsumerSession implements AutoCloseable {
 	 * Why a claimed message goes to its dead-letter queue without a handler seeing it (its payload
 	 * is above the limit, or its attempts are used up), or null if it is to be delivered.
 	 */
-	static String unusable(ClaimedMessage message, int maxPayloadBytes) {
+	public static String unusable(ClaimedMessage message, int maxPayloadBytes) {
 		if (message.oversized()) {
 			return "Payload is " + message.payloadBytes() + " bytes, above the consumer's limit of " + maxPayloadBytes
 					+ " bytes (pgqueue.max-payload-size); it was not read";
@@ -302,7 +302,7 @@ public final class ConsumerSession implements AutoCloseable {
 		return failure;
 	}
 
-	static ClaimedMessage read(String queue, ResultSet rs) throws SQLException {
+	public static ClaimedMessage read(String queue, ResultSet rs) throws SQLException {
 		String dlq = rs.getString(9);
 		return new ClaimedMessage(rs.getLong(1), queue, rs.getString(3), rs.getString(4), rs.getInt(5), rs.getInt(6),
 				rs.getTimestamp(7).toInstant(), rs.getInt(8),

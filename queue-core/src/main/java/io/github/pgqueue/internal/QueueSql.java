@@ -16,7 +16,7 @@ import io.github.pgqueue.QueueNames;
 public final class QueueSql {
 
 	/** How many candidates of one priority a claim looks at before it gives up on that priority. */
-	static final int CLAIM_WINDOW = 1000;
+	public static final int CLAIM_WINDOW = 1000;
 
 	/**
 	 * The loose index scan over the priorities of a queue (1 queue, 2 queue), lowest first: a CTE

@@ -10,7 +10,6 @@ import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ListenerMetrics;
-import io.github.pgqueue.internal.PollLoop;
 import io.github.pgqueue.observation.QueueProcessObservationConvention;
 import io.micrometer.observation.ObservationRegistry;
 import org.slf4j.Logger;

@@ -7,14 +7,12 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.function.Supplier;
-
 import javax.sql.DataSource;
 
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ListenerMetrics;
-import io.github.pgqueue.internal.NotifyListener;
 import io.github.pgqueue.observation.QueueProcessObservationConvention;
 
 import org.springframework.context.SmartLifecycle;

@@ -1,4 +1,7 @@
 /**
- * Listener containers: poller threads that claim messages, hand them to a listener and complete them, and the registry that runs them.
+ * Listener containers: the registry, its containers and, package-private, the poll loops that
+ * claim messages in session or transactional mode, hand them to a listener and complete them, and
+ * the LISTEN connection that wakes them. Built on {@code io.github.pgqueue.internal}, never the
+ * other way round.
  */
 package io.github.pgqueue.listener;

@@ -7,7 +7,7 @@ import org.junit.jupiter.api.Test;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
-/** Keeps Spring Boot out of the core and the core's internals out of everything else. */
+/** Keeps Spring Boot out of the core, the core's internals below its listeners, and out of everything else. */
 class ArchitectureTests {
 
 	private final JavaClasses classes = new ClassFileImporter()
@@ -19,6 +19,18 @@ class ArchitectureTests {
 		noClasses().that().resideInAnyPackage("io.github.pgqueue", "io.github.pgqueue.listener", "io.github.pgqueue.internal",
 				"io.github.pgqueue.observation")
 			.should().dependOnClassesThat().resideInAPackage("org.springframework.boot..")
+			.check(this.classes);
+	}
+
+	/**
+	 * Dependencies run one way: the listener containers (poll loops, dispatch, notifications) use
+	 * the internals (SQL, sessions, metrics), which know nothing of listeners or observations.
+	 */
+	@Test
+	void theInternalsDoNotDependOnTheListenerContainersOrObservations() {
+		noClasses().that().resideInAPackage("io.github.pgqueue.internal..")
+			.should().dependOnClassesThat().resideInAnyPackage("io.github.pgqueue.listener..",
+					"io.github.pgqueue.observation..")
 			.check(this.classes);
 	}
 

@@ -1,13 +1,15 @@
-package io.github.pgqueue.internal;
+package io.github.pgqueue.listener;
 
 import java.util.Map;
 import java.util.function.Function;
 
 import io.github.pgqueue.PayloadConversionException;
+import io.github.pgqueue.internal.ClaimedMessage;
+import io.github.pgqueue.internal.Headers;
 import io.github.pgqueue.observation.DefaultQueueProcessObservationConvention;
 import io.github.pgqueue.observation.QueueObservation;
-import io.github.pgqueue.observation.QueueProcessObservationContext;
 import io.github.pgqueue.observation.QueueProcessObservationContext.Outcome;
+import io.github.pgqueue.observation.QueueProcessObservationContext;
 import io.github.pgqueue.observation.QueueProcessObservationConvention;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;

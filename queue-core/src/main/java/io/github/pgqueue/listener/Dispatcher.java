@@ -1,4 +1,4 @@
-package io.github.pgqueue.internal;
+package io.github.pgqueue.listener;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -13,10 +13,8 @@ import io.github.pgqueue.Acknowledgment;
 import io.github.pgqueue.PayloadConversionException;
 import io.github.pgqueue.PayloadConverter;
 import io.github.pgqueue.QueueMessage;
-import io.github.pgqueue.listener.BatchListenerFailedException;
-import io.github.pgqueue.listener.DefaultQueueErrorHandler;
-import io.github.pgqueue.listener.FailureAction;
-import io.github.pgqueue.listener.QueueListenerEndpoint;
+import io.github.pgqueue.internal.ClaimedMessage;
+import io.github.pgqueue.internal.Headers;
 import io.micrometer.core.instrument.Timer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -1,11 +1,10 @@
-package io.github.pgqueue.internal;
+package io.github.pgqueue.listener;
 
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.function.Consumer;
-
 import javax.sql.DataSource;
 
 import org.postgresql.PGConnection;
@@ -22,7 +21,7 @@ import org.slf4j.LoggerFactory;
  * connection with a round trip bounded by {@link #LIVENESS_TIMEOUT_SECONDS} s. On stop it
  * {@code UNLISTEN}s before the connection goes back to a pool.
  */
-public final class NotifyListener implements Runnable {
+final class NotifyListener implements Runnable {
 
 	private static final Logger logger = LoggerFactory.getLogger(NotifyListener.class);
 

@@ -1,4 +1,4 @@
-package io.github.pgqueue.internal;
+package io.github.pgqueue.listener;
 
 /**
  * A {@link VirtualMachineError} a handler threw, rethrown by a consumption once its batch is

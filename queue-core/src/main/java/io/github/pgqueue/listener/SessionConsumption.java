@@ -1,4 +1,4 @@
-package io.github.pgqueue.internal;
+package io.github.pgqueue.listener;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -6,8 +6,11 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
 import io.github.pgqueue.LeaseLostException;
-import io.github.pgqueue.internal.Dispatcher.Delivery;
+import io.github.pgqueue.internal.ClaimedMessage;
+import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ListenerMetrics.Outcome;
+import io.github.pgqueue.internal.ListenerMetrics;
+import io.github.pgqueue.listener.Dispatcher.Delivery;
 import io.micrometer.core.instrument.Timer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

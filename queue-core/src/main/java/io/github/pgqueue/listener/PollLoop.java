@@ -1,4 +1,4 @@
-package io.github.pgqueue.internal;
+package io.github.pgqueue.listener;
 
 import java.time.Duration;
 import java.util.List;
@@ -11,7 +11,8 @@ import java.util.function.Supplier;
 
 import io.github.pgqueue.PayloadConverter;
 import io.github.pgqueue.QueueTemplate;
-import io.github.pgqueue.listener.QueueListenerEndpoint;
+import io.github.pgqueue.internal.ConsumerSession;
+import io.github.pgqueue.internal.ListenerMetrics;
 import io.github.pgqueue.observation.QueueProcessObservationConvention;
 import io.micrometer.observation.ObservationRegistry;
 import org.slf4j.Logger;
@@ -25,7 +26,7 @@ import org.springframework.transaction.PlatformTransactionManager;
  * notification, a sibling or the next delayed message wakes it. Survives everything: a failure is
  * logged once per outage, backed off with jitter, and the consumption's connections reopened.
  */
-public final class PollLoop implements Runnable {
+final class PollLoop implements Runnable {
 
 	private static final Logger logger = LoggerFactory.getLogger(PollLoop.class);
 

@@ -1,4 +1,4 @@
-package io.github.pgqueue.internal;
+package io.github.pgqueue.listener;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -10,15 +10,17 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
-
 import javax.sql.DataSource;
 
 import io.github.pgqueue.QueueException;
 import io.github.pgqueue.QueueTemplate;
-import io.github.pgqueue.internal.Dispatcher.Completion;
-import io.github.pgqueue.internal.Dispatcher.Delivery;
+import io.github.pgqueue.internal.ClaimedMessage;
+import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ListenerMetrics.Outcome;
-import io.github.pgqueue.listener.QueueListenerEndpoint;
+import io.github.pgqueue.internal.ListenerMetrics;
+import io.github.pgqueue.internal.QueueSql;
+import io.github.pgqueue.listener.Dispatcher.Completion;
+import io.github.pgqueue.listener.Dispatcher.Delivery;
 import io.micrometer.core.instrument.Timer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

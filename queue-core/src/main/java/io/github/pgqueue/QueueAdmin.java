@@ -3,6 +3,9 @@ package io.github.pgqueue;
 import java.time.Duration;
 import java.util.List;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.core.ResultSetExtractor;
 
@@ -15,6 +18,8 @@ import org.springframework.jdbc.core.ResultSetExtractor;
  * have to delete one fails.
  */
 public final class QueueAdmin {
+
+	private static final Logger logger = LoggerFactory.getLogger(QueueAdmin.class);
 
 	/** Rows a purge deletes per transaction (each deleted row takes a lock for its transaction). */
 	private static final int PURGE_CHUNK = 1000;
@@ -40,6 +45,14 @@ public final class QueueAdmin {
 	private final String bindingsOf;
 
 	private final String messages;
+
+	private final String tablePrivileges;
+
+	private final String grantAccess;
+
+	private final String revokeAccess;
+
+	private final String deadLetterQueueOf;
 
 	public QueueAdmin(QueueTemplate template) {
 		this.template = template;
@@ -78,6 +91,28 @@ public final class QueueAdmin {
 			.formatted(s);
 		this.bindingsOf = "SELECT DISTINCT exchange FROM %s.binding WHERE queue = ? ORDER BY 1".formatted(s);
 		this.messages = "SELECT count(*) FROM %s.message WHERE queue = ?".formatted(s);
+		// 1 role: the statements that give it the table privileges pgqueue's SQL needs, quoted.
+		// 1 schema, 2 role, 3 schema, 4 role: the statements that give the role the table privileges
+		// pgqueue's SQL needs, identifiers quoted.
+		this.tablePrivileges = """
+				SELECT format(t, ?::text, ?::text) FROM (VALUES
+				    ('GRANT USAGE ON SCHEMA %1$I TO %2$I'),
+				    ('GRANT SELECT, INSERT, UPDATE, DELETE ON %1$I.message TO %2$I'),
+				    ('GRANT SELECT ON %1$I.queue TO %2$I'),
+				    ('GRANT SELECT ON %1$I.setting TO %2$I')) AS s(t)
+				UNION ALL
+				SELECT format('GRANT USAGE ON SEQUENCE %s TO %I',
+				              pg_get_serial_sequence(format('%I.message', ?::text), 'id'), ?::text)""";
+		this.grantAccess = """
+				INSERT INTO %s.queue_access AS a (queue, role, send, consume) VALUES (?, ?, ?, ?)
+				ON CONFLICT (queue, role) DO UPDATE
+				   SET send = a.send OR excluded.send, consume = a.consume OR excluded.consume""".formatted(s);
+		this.revokeAccess = """
+				UPDATE %s.queue_access SET send = send AND NOT ?, consume = consume AND NOT ?
+				 WHERE queue = ? AND role = ?""".formatted(s);
+		this.deadLetterQueueOf = """
+				SELECT COALESCE((SELECT dead_letter_queue FROM %1$s.queue WHERE name = ?),
+				                %1$s.default_dead_letter_queue(?))""".formatted(s);
 	}
 
 	/**
@@ -212,6 +247,65 @@ public final class QueueAdmin {
 		return queues.stream()
 			.map((info) -> new QueueInfo(info.definition(), info.paused(), this.template.stats(info.definition().name())))
 			.toList();
+	}
+
+	/** What a role may do with a queue. */
+	public enum Access {
+
+		/** Insert messages into the queue (send, publish, a plain SQL {@code INSERT}). */
+		SEND,
+
+		/** Claim, ack, retry and dead-letter the queue's messages (listeners, receive, SQL). */
+		CONSUME
+
+	}
+
+	/**
+	 * Grants PostgreSQL role {@code role} {@code access} to {@code queue}, enforced by the database
+	 * itself (row-level security on the message table), so that a plain SQL client logged in with
+	 * that role is held to the same rules: it sees, claims and deletes only messages of queues it
+	 * may consume, and inserts only into queues it may send to. Also grants the role the table
+	 * privileges pgqueue's statements need (row-level security then narrows them), and, with
+	 * {@link Access#CONSUME}, the right to send to the queue's dead-letter queue, where its failed
+	 * messages go. The owner of pgqueue's tables (normally the application's role) and superusers
+	 * are not restricted.
+	 * @throws IllegalArgumentException if the role does not exist
+	 */
+	public void grant(String role, String queue, Access... access) {
+		QueueNames.requireQueue(queue);
+		requireRole(role);
+		boolean send = List.of(access).contains(Access.SEND);
+		boolean consume = List.of(access).contains(Access.CONSUME);
+		for (String statement : this.jdbc.queryForList(this.tablePrivileges, String.class,
+				this.template.schema(), role, this.template.schema(), role)) {
+			this.jdbc.execute(statement);
+		}
+		this.jdbc.update(this.grantAccess, queue, role, send, consume);
+		if (consume) {
+			String deadLetters = this.jdbc.queryForObject(this.deadLetterQueueOf, String.class, queue, queue);
+			this.jdbc.update(this.grantAccess, deadLetters, role, true, false);
+		}
+		logger.info("Granted role '{}' {} on queue '{}'", role, List.of(access), queue);
+	}
+
+	/**
+	 * Revokes {@code access} to {@code queue} from role {@code role}; its next statements are held
+	 * to it (a message it holds now stays held until it completes it).
+	 */
+	public void revoke(String role, String queue, Access... access) {
+		QueueNames.requireQueue(queue);
+		requireRole(role);
+		this.jdbc.update(this.revokeAccess, List.of(access).contains(Access.SEND),
+				List.of(access).contains(Access.CONSUME), queue, role);
+		logger.info("Revoked {} on queue '{}' from role '{}'", List.of(access), queue, role);
+	}
+
+	private void requireRole(String role) {
+		if (role == null || !Boolean.TRUE.equals(this.jdbc.queryForObject(
+				"SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = ?)", Boolean.class, role))) {
+			throw new IllegalArgumentException("PostgreSQL role '" + role + "' does not exist; create it first "
+					+ "(CREATE ROLE ... LOGIN)");
+		}
 	}
 
 	/** Moves up to {@code max} dead letters of {@code queue} back into it; see {@link QueueTemplate#redrive}. */

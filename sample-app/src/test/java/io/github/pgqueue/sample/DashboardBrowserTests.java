@@ -57,11 +57,13 @@ class DashboardBrowserTests {
 
 	private static String base;
 
+	private static final boolean BROWSER = Files.isExecutable(CHROMEDRIVER) && Files.isExecutable(CHROMIUM);
+
 	@BeforeAll
 	static void start() {
-		assumeTrue(Files.isExecutable(CHROMEDRIVER) && Files.isExecutable(CHROMIUM),
-				"Browser tests skipped: no " + CHROMEDRIVER + " or " + CHROMIUM + ". Run them after installing the "
-						+ "Debian packages: apt-get install -y chromium chromium-driver");
+		if (!BROWSER) {
+			return;
+		}
 		SpringApplication application = new SpringApplication(SampleApplication.class, FlakyListener.class);
 		application.addListeners(new EmbeddedDatabaseStarter());
 		context = application.run("--server.port=0", "--sample.traffic-enabled=false",
@@ -95,6 +97,8 @@ class DashboardBrowserTests {
 
 	@Test
 	void showsMessagesAndDeadLettersEscapedAndRedrivesADeadLetterFromThePage() throws IOException {
+		assumeTrue(BROWSER, "Browser test skipped: no " + CHROMEDRIVER + " or " + CHROMIUM + ". Install the Debian "
+				+ "packages (apt-get install -y chromium chromium-driver) and run ./mvnw -B verify again");
 		QueueTemplate queues = context.getBean(QueueTemplate.class);
 		long waiting = queues.send("dashboard-idle", Map.of("note", SCRIPT_PAYLOAD));
 		FlakyListener.failing.set(true);

@@ -55,7 +55,8 @@ class SampleConfiguration {
 				  curl -X POST {}/queues/emails/redrive  # move dead letters back
 				  curl {}/actuator/health
 				  curl {}/actuator/metrics/pgqueue.messages.processed
-				""", base, base, base, base, base, base);
+				  open {}/pgqueue/ in a browser: the dashboard
+				""", base, base, base, base, base, base, base);
 		if (properties.isTrafficEnabled()) {
 			scheduler.scheduleAtFixedRate(() -> generate(orders, properties), properties.getTrafficInterval());
 		}

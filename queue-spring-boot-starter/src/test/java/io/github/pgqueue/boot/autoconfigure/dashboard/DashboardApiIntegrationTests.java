@@ -1,0 +1,120 @@
+package io.github.pgqueue.boot.autoconfigure.dashboard;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.boot.autoconfigure.PgQueueAutoConfiguration;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.PostgresExtension;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
+import org.springframework.http.MediaType;
+import org.springframework.test.web.servlet.MockMvc;
+import org.springframework.test.web.servlet.request.RequestPostProcessor;
+import org.springframework.test.web.servlet.setup.MockMvcBuilders;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.hamcrest.Matchers.contains;
+import static org.hamcrest.Matchers.containsString;
+import static org.hamcrest.Matchers.hasSize;
+import static org.springframework.security.test.web.servlet.request.SecurityMockMvcRequestPostProcessors.csrf;
+import static org.springframework.security.test.web.servlet.request.SecurityMockMvcRequestPostProcessors.user;
+import static org.springframework.security.test.web.servlet.setup.SecurityMockMvcConfigurers.springSecurity;
+import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.get;
+import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.post;
+import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.jsonPath;
+import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.status;
+
+/** The dashboard's JSON API on a real database: paging, and the dead-letter actions. */
+@ExtendWith(PostgresExtension.class)
+class DashboardApiIntegrationTests {
+
+	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
+
+	private final WebApplicationContextRunner runner = new WebApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, PgQueueAutoConfiguration.class,
+				PgQueueDashboardAutoConfiguration.class))
+		.withUserConfiguration(DashboardSecurityIntegrationTests.SecuredApplication.class)
+		.withPropertyValues("spring.datasource.url=" + this.postgres.jdbcUrl(),
+				"spring.datasource.username=" + this.postgres.username(), "pgqueue.dashboard.enabled=true",
+				"pgqueue.dashboard.read-only=false", "pgqueue.queues.api.max-attempts=3",
+				"pgqueue.queues.other.max-attempts=3");
+
+	private final RequestPostProcessor admin = user("alice").roles("PGQUEUE_ADMIN");
+
+	@Test
+	void redrivesChosenDeadLettersAllOfAQueueAndDeletesOne() {
+		this.runner.run((context) -> {
+			MockMvc mvc = MockMvcBuilders.webAppContextSetup(context).apply(springSecurity()).build();
+			QueueTemplate queues = context.getBean(QueueTemplate.class);
+			List<Long> dead = deadLetters(queues, "api", 3);
+			long otherDead = deadLetters(queues, "other", 1).get(0);
+
+			mvc.perform(get("/pgqueue/api/dead-letters").param("origin", "api").with(this.admin))
+				.andExpect(status().isOk())
+				.andExpect(jsonPath("$.deadLetters[*].id", contains(dead.get(2).intValue(), dead.get(1).intValue(),
+						dead.get(0).intValue())))
+				.andExpect(jsonPath("$.deadLetters[0].origin").value("api"))
+				.andExpect(jsonPath("$.deadLetters[0].queue").value("api.dlq"))
+				.andExpect(jsonPath("$.deadLetters[0].lastError", containsString("broken on purpose")));
+			mvc.perform(get("/pgqueue/api/dead-letters").with(this.admin)).andExpect(jsonPath("$.deadLetters", hasSize(4)));
+
+			mvc.perform(post("/pgqueue/api/dead-letters/redrive").with(this.admin).with(csrf())
+				.contentType(MediaType.APPLICATION_JSON)
+				.content("{\"ids\":[" + dead.get(0) + "," + dead.get(1) + "," + otherDead + "]}"))
+				.andExpect(status().isOk())
+				.andExpect(jsonPath("$.moved").value(3));
+			assertThat(queues.stats("api").ready()).isEqualTo(2);
+			assertThat(queues.stats("other").ready()).isOne();
+			assertThat(queues.stats("api").deadLettered()).isOne();
+
+			mvc.perform(post("/pgqueue/api/dead-letters/delete").param("queue", "api.dlq")
+				.param("id", String.valueOf(dead.get(2)))
+				.with(this.admin)
+				.with(csrf())).andExpect(jsonPath("$.result").value("REMOVED"));
+			assertThat(queues.stats("api").deadLettered()).isZero();
+
+			// Two new messages; the two redriven ones, oldest, are received and dead-lettered again.
+			deadLetters(queues, "api", 2);
+			assertThat(queues.stats("api").deadLettered()).isEqualTo(2);
+			mvc.perform(post("/pgqueue/api/dead-letters/redrive").with(this.admin).with(csrf())
+				.contentType(MediaType.APPLICATION_JSON)
+				.content("{\"origin\":\"api\"}")).andExpect(jsonPath("$.moved").value(2));
+			assertThat(queues.stats("api").ready()).isEqualTo(4);
+			assertThat(queues.stats("api").deadLettered()).isZero();
+
+			mvc.perform(get("/pgqueue/api/queue").param("name", "api").param("order", "oldest").param("limit", "1")
+				.with(this.admin))
+				.andExpect(status().isOk())
+				.andExpect(jsonPath("$.total").value(4))
+				.andExpect(jsonPath("$.policy.maxAttempts").value(3))
+				.andExpect(jsonPath("$.policy.deadLetterQueue").value("api.dlq"))
+				.andExpect(jsonPath("$.messages[*].id", contains(dead.get(0).intValue())))
+				.andExpect(jsonPath("$.messages[0].payload").value("\"<i>message 0</i>\""))
+				.andExpect(jsonPath("$.messages[0].attempts").value(0));
+			mvc.perform(get("/pgqueue/api/queue").param("name", "not a queue").with(this.admin))
+				.andExpect(status().isBadRequest());
+			mvc.perform(post("/pgqueue/api/listeners/pause").param("id", "nobody").with(this.admin).with(csrf()))
+				.andExpect(status().isBadRequest())
+				.andExpect(jsonPath("$.error").value("No listener with id 'nobody'"));
+		});
+	}
+
+	/** Sends n messages and dead-letters each through a lease's reject. */
+	private static List<Long> deadLetters(QueueTemplate queues, String queue, int n) {
+		List<Long> ids = new ArrayList<>();
+		for (int i = 0; i < n; i++) {
+			ids.add(queues.send(queue, "<i>message " + i + "</i>"));
+		}
+		for (int i = 0; i < n; i++) {
+			queues.receive(queue, String.class).orElseThrow().reject("broken on purpose");
+		}
+		return ids;
+	}
+
+}

@@ -182,24 +182,7 @@ public final class ConsumerSession implements AutoCloseable {
 	 * is dead-lettered after its max attempts; the caller runs it alone.
 	 */
 	public Claim claimSuspect(String queue, long id) {
-		if (!this.held.isEmpty()) {
-			throw new IllegalStateException("Session " + this.backendPid + " still holds " + this.held
-					+ "; complete them before claiming more");
-		}
-		checkNotLost();
-		this.claimedQueue = queue;
-		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.claimSuspect())) {
-			ps.setLong(1, id);
-			ps.setString(2, queue);
-			ps.setInt(3, this.namespace);
-			ps.setString(4, queue);
-			ps.setInt(5, this.namespace);
-			ps.setInt(6, this.maxPayloadBytes);
-			return readClaim(queue, ps);
-		}
-		catch (SQLException ex) {
-			throw claimFailure(queue, ex);
-		}
+		return claimOne(this.sql.claimSuspect(), queue, id);
 	}
 
 	/**
@@ -207,13 +190,18 @@ public final class ConsumerSession implements AutoCloseable {
 	 * group's head; an empty claim otherwise (one that dead-lettered it if it was exhausted).
 	 */
 	public Claim claimById(String queue, long id) {
+		return claimOne(this.sql.claimById(), queue, id);
+	}
+
+	/** Runs a claim of one message by id; both statements take the same parameters. */
+	private Claim claimOne(String statement, String queue, long id) {
 		if (!this.held.isEmpty()) {
 			throw new IllegalStateException("Session " + this.backendPid + " still holds " + this.held
 					+ "; complete them before claiming more");
 		}
 		checkNotLost();
 		this.claimedQueue = queue;
-		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.claimById())) {
+		try (PreparedStatement ps = this.connection.prepareStatement(statement)) {
 			ps.setLong(1, id);
 			ps.setString(2, queue);
 			ps.setInt(3, this.namespace);

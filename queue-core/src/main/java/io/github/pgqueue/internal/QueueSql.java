@@ -85,6 +85,24 @@ public final class QueueSql {
 			                 ORDER BY m.visible_at LIMIT 1) n)
 			 WHERE NOT EXISTS (SELECT 1 FROM %s)""";
 
+	/**
+	 * The SET clause of a dead-letter move of row m by row d (d.dlq, d.error, d.park), formatted
+	 * with the expression of the attempts it failed: into its dead-letter queue with a fresh count
+	 * and where it came from in its headers, or parked where it is when it already is a dead letter.
+	 */
+	private static final String DEAD_LETTER_MOVE = """
+				       SET queue = CASE WHEN d.park THEN m.queue ELSE d.dlq END,
+				           attempts = CASE WHEN d.park THEN %1$s ELSE 0 END,
+				           visible_at = CASE WHEN d.park THEN 'infinity' ELSE now() END,
+				           last_error = d.error, claim_open = false,
+				           deduplication_key = CASE WHEN d.park THEN m.deduplication_key END,
+				           group_key = CASE WHEN d.park THEN m.group_key END,
+				           headers = CASE WHEN d.park THEN m.headers ELSE m.headers || jsonb_strip_nulls(jsonb_build_object(
+				               'pgqueue-group', m.group_key)) || jsonb_build_object(
+				               'pgqueue-dead-lettered-from', m.queue,
+				               'pgqueue-dead-lettered-attempts', %1$s::text) END
+				""";
+
 	private final String namespace;
 
 	private final String send;
@@ -288,25 +306,16 @@ public final class QueueSql {
 		// headers, and wakes the dead-letter queue's listeners. A message that already is a dead
 		// letter (or whose dead-letter queue is its own queue) is parked instead: it stays where it
 		// is, invisible until a redrive, so no configuration can move it on and on.
-		this.deadLetter = """
+		this.deadLetter = ("""
 				WITH moved AS (
 				    UPDATE %s.message m
-				       SET queue = CASE WHEN d.park THEN m.queue ELSE d.dlq END,
-				           attempts = CASE WHEN d.park THEN m.attempts ELSE 0 END,
-				           visible_at = CASE WHEN d.park THEN 'infinity' ELSE now() END,
-				           last_error = d.error, claim_open = false,
-				           deduplication_key = CASE WHEN d.park THEN m.deduplication_key END,
-				           group_key = CASE WHEN d.park THEN m.group_key END,
-				           headers = CASE WHEN d.park THEN m.headers ELSE m.headers || jsonb_strip_nulls(jsonb_build_object(
-				               'pgqueue-group', m.group_key)) || jsonb_build_object(
-				               'pgqueue-dead-lettered-from', m.queue,
-				               'pgqueue-dead-lettered-attempts', m.attempts::text) END
+""" + DEAD_LETTER_MOVE.formatted("m.attempts") + """
 				      FROM (SELECT n.id, n.dlq, n.error, jsonb_exists(o.headers, 'pgqueue-dead-lettered-from') OR n.dlq = o.queue
 				              FROM unnest(?::bigint[], ?::text[], ?::text[]) AS n(id, dlq, error)
 				              JOIN %1$s.message o ON o.id = n.id) AS d(id, dlq, error, park)
 				     WHERE m.id = d.id AND pg_backend_pid() = ?
 				    RETURNING m.id, m.queue, d.park, pg_advisory_unlock(?, m.id::bit(32)::int4) AS unlocked)
-				SELECT id, unlocked, CASE WHEN NOT park THEN pg_notify(?, queue) END FROM moved""".formatted(s);
+				SELECT id, unlocked, CASE WHEN NOT park THEN pg_notify(?, queue) END FROM moved""").formatted(s);
 
 		// 1 whether no handler saw them, 2 ids, 3 namespace, 4 ids, 5 namespace. Releases messages
 		// unchanged but for claim_open, and the attempt when no handler saw them (a stopping
@@ -506,26 +515,17 @@ public final class QueueSql {
 
 		// 1 ids, 2 attempts, 3 dead-letter queues, 4 errors, 5 channel. As deadLetter, in the
 		// handlers' transaction.
-		this.transactionalDeadLetter = """
+		this.transactionalDeadLetter = ("""
 				WITH moved AS (
 				    UPDATE %s.message m
-				       SET queue = CASE WHEN d.park THEN m.queue ELSE d.dlq END,
-				           attempts = CASE WHEN d.park THEN d.attempts ELSE 0 END,
-				           visible_at = CASE WHEN d.park THEN 'infinity' ELSE now() END,
-				           last_error = d.error, claim_open = false,
-				           deduplication_key = CASE WHEN d.park THEN m.deduplication_key END,
-				           group_key = CASE WHEN d.park THEN m.group_key END,
-				           headers = CASE WHEN d.park THEN m.headers ELSE m.headers || jsonb_strip_nulls(jsonb_build_object(
-				               'pgqueue-group', m.group_key)) || jsonb_build_object(
-				               'pgqueue-dead-lettered-from', m.queue,
-				               'pgqueue-dead-lettered-attempts', d.attempts::text) END
+""" + DEAD_LETTER_MOVE.formatted("d.attempts") + """
 				      FROM (SELECT n.id, n.attempts, n.dlq, n.error,
 				                   jsonb_exists(o.headers, 'pgqueue-dead-lettered-from') OR n.dlq = o.queue
 				              FROM unnest(?::bigint[], ?::int[], ?::text[], ?::text[]) AS n(id, attempts, dlq, error)
 				              JOIN %1$s.message o ON o.id = n.id) AS d(id, attempts, dlq, error, park)
 				     WHERE m.id = d.id
 				    RETURNING m.id, m.queue, d.park)
-				SELECT id, CASE WHEN NOT park THEN pg_notify(?, queue) END FROM moved""".formatted(s);
+				SELECT id, CASE WHEN NOT park THEN pg_notify(?, queue) END FROM moved""").formatted(s);
 
 		// 1 id, 2 queue. In the transaction that runs a suspect, whose advisory lock another session
 		// of the same poller holds: the row lock fences it from consumers that skip locked rows.

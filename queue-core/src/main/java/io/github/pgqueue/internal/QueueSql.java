@@ -531,46 +531,48 @@ public final class QueueSql {
 		// of the same poller holds: the row lock fences it from consumers that skip locked rows.
 		this.lockClaimed = "SELECT id FROM %s.message WHERE id = ? AND (queue = ?) IS TRUE FOR UPDATE".formatted(s);
 
-		// 1 id, 2 queue, 3 namespace, 4 queue, 5 namespace, 6 payload limit. Claims one suspect of a
-		// transactional queue on a session, as the session claim does, and counts what was never
-		// written: the aborted transaction's attempt (unless its claim was open, i.e. counted) and
-		// this one. Output as the session claim's. The conditions are tested in a materialized CTE,
-		// before the lock: in one WHERE clause PostgreSQL tests the cheap lock function before the
-		// costly ones, and a row they then reject would keep the lock its session took.
-		this.claimSuspect = ("""
-				WITH candidate AS MATERIALIZED (
-				    SELECT m.id FROM %1$s.message m
-				     WHERE m.id = ? AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
-				       AND ((m.claim_open AND m.claimed_at > pg_postmaster_start_time()) OR %1$s.locker_aborted(m.xmax))
-				),
-				locked AS (
-				    SELECT id FROM candidate WHERE pg_try_advisory_lock(?, id::bit(32)::int4)
-				),
-				claimed AS (
-				    UPDATE %1$s.message m
-				       SET attempts = m.attempts + CASE WHEN m.claim_open THEN 1 ELSE 2 END,
-				           claim_open = true, claimed_at = now()
-				      FROM locked l
-				     WHERE m.id = l.id AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
-				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
-				              m.max_attempts, m.created_at, m.last_error
-				)
-				SELECT l.id,
-				       CASE WHEN c.id IS NULL THEN pg_advisory_unlock(?, l.id::bit(32)::int4) END,
-				""" + CLAIMED_COLUMNS.formatted("c.attempts") + """
-				  FROM locked l
-				  LEFT JOIN claimed c ON c.id = l.id
-				""" + POLICY_JOINS).formatted(s);
+		// Claims one suspect of a transactional queue on a session, as the session claim does, and
+		// counts what was never written: the aborted transaction's attempt (unless its claim was
+		// open, i.e. counted) and this one.
+		this.claimSuspect = claimOne(s,
+				"AND ((m.claim_open AND m.claimed_at > pg_postmaster_start_time()) OR %1$s.locker_aborted(m.xmax))");
 
-		// 1 id, 2 queue, 3 namespace, 4 queue, 5 namespace, 6 payload limit. Claims one message by
-		// id on a session, if it is visible, free (no session or transaction holds its advisory key)
-		// and, in a FIFO group, its group's head; counts the attempt as a session claim does (and the
-		// lost one of a transactional consumer that died holding it). Output as the session claim's.
-		this.claimById = ("""
+		// Claims one message by id on a session, if it is visible, free (no session or transaction
+		// holds its advisory key) and, in a FIFO group, its group's head.
+		this.claimById = claimOne(s, GROUP_HEAD);
+
+		this.backendPid = "SELECT pg_backend_pid()";
+
+		// 1 queue.
+		this.deadLetterQueue = "SELECT dead_letter_queue FROM %s.queue WHERE name = ?".formatted(s);
+
+		// 1 queue. The effective dead-letter queue of a declared queue; no row if it is not declared.
+		this.deadLetterQueueOfDeclared = """
+				SELECT COALESCE(dead_letter_queue, %1$s.default_dead_letter_queue(name))
+				  FROM %1$s.queue WHERE name = ?""".formatted(s);
+
+		// Every declared queue and its dead-letter queue.
+		this.declaredQueues = """
+				SELECT name FROM %1$s.queue
+				UNION
+				SELECT COALESCE(dead_letter_queue, %1$s.default_dead_letter_queue(name)) FROM %1$s.queue""".formatted(s);
+	}
+
+	/**
+	 * A claim of one message by id on a session (1 id, 2 queue, 3 namespace, 4 queue, 5 namespace,
+	 * 6 payload limit), if it is visible and {@code condition} holds for its row m: the condition
+	 * is tested in a materialized CTE, before the lock, because in one WHERE clause PostgreSQL
+	 * tests the cheap lock function before costlier conditions, and a row they then reject would
+	 * keep the lock its session took. Counts the attempt, and also the one a transactional consumer
+	 * that died holding it never wrote (its claim is not open, its locker aborted). Output as the
+	 * session claim's.
+	 */
+	private static String claimOne(String s, String condition) {
+		return ("""
 				WITH candidate AS MATERIALIZED (
 				    SELECT m.id FROM %1$s.message m
 				     WHERE m.id = ? AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
-				""" + GROUP_HEAD + """
+				""" + condition + """
 				),
 				locked AS (
 				    SELECT id FROM candidate WHERE pg_try_advisory_lock(?, id::bit(32)::int4)
@@ -591,22 +593,6 @@ public final class QueueSql {
 				  FROM locked l
 				  LEFT JOIN claimed c ON c.id = l.id
 				""" + POLICY_JOINS).formatted(s);
-
-		this.backendPid = "SELECT pg_backend_pid()";
-
-		// 1 queue.
-		this.deadLetterQueue = "SELECT dead_letter_queue FROM %s.queue WHERE name = ?".formatted(s);
-
-		// 1 queue. The effective dead-letter queue of a declared queue; no row if it is not declared.
-		this.deadLetterQueueOfDeclared = """
-				SELECT COALESCE(dead_letter_queue, %1$s.default_dead_letter_queue(name))
-				  FROM %1$s.queue WHERE name = ?""".formatted(s);
-
-		// Every declared queue and its dead-letter queue.
-		this.declaredQueues = """
-				SELECT name FROM %1$s.queue
-				UNION
-				SELECT COALESCE(dead_letter_queue, %1$s.default_dead_letter_queue(name)) FROM %1$s.queue""".formatted(s);
 	}
 
 	public String namespace() {

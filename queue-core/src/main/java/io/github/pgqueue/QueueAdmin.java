@@ -40,6 +40,8 @@ public final class QueueAdmin {
 
 	private final String declared;
 
+	private final String paused;
+
 	private final String purgeChunk;
 
 	private final String bindingsOf;
@@ -72,6 +74,7 @@ public final class QueueAdmin {
 				SELECT name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, dead_letter_queue, paused
 				  FROM %s.queue""".formatted(s);
 		this.declared = "SELECT EXISTS (SELECT 1 FROM %s.queue WHERE name = ?)".formatted(s);
+		this.paused = "SELECT EXISTS (SELECT 1 FROM %s.queue WHERE name = ? AND paused)".formatted(s);
 		// 1 queue, 2 after id, 3 everything (or only what is visible), 4 chunk, 5 namespace. Locks a
 		// chunk of rows in id order, skipping rows a transaction holds, deletes those whose advisory
 		// key is free (no session holds them); returns the last id it looked at and how many it deleted.
@@ -233,7 +236,8 @@ public final class QueueAdmin {
 
 	/** Whether consumption of {@code queue} is paused. */
 	public boolean isPaused(String queue) {
-		return list().stream().anyMatch((info) -> info.definition().name().equals(queue) && info.paused());
+		QueueNames.requireQueue(queue);
+		return Boolean.TRUE.equals(this.jdbc.queryForObject(this.paused, Boolean.class, queue));
 	}
 
 	/**
@@ -244,9 +248,8 @@ public final class QueueAdmin {
 				new QueueDefinition(rs.getString(1), rs.getInt(2), Duration.ofMillis(rs.getLong(3)), rs.getDouble(4),
 						Duration.ofMillis(rs.getLong(5)), rs.getString(6)),
 				rs.getBoolean(7), null));
-		return queues.stream()
-			.map((info) -> new QueueInfo(info.definition(), info.paused(), this.template.stats(info.definition().name())))
-			.toList();
+		// stats after the rows are read: each is a statement of its own on the template
+		return queues.stream().map((info) -> info.withStats(this.template.stats(info.definition().name()))).toList();
 	}
 
 	/** What a role may do with a queue. */
@@ -278,7 +281,14 @@ public final class QueueAdmin {
 		boolean consume = List.of(access).contains(Access.CONSUME);
 		for (String statement : this.jdbc.queryForList(this.tablePrivileges, String.class,
 				this.template.schema(), role, this.template.schema(), role)) {
-			this.jdbc.execute(statement);
+			try {
+				this.jdbc.execute(statement);
+			}
+			catch (org.springframework.dao.DataAccessException ex) {
+				throw new IllegalStateException("Could not give role '" + role + "' the table privileges pgqueue's "
+						+ "statements need (" + statement + "); grant queue access as the owner of pgqueue's tables: "
+						+ ex.getMostSpecificCause().getMessage(), ex);
+			}
 		}
 		this.jdbc.update(this.grantAccess, queue, role, send, consume);
 		if (consume) {
@@ -332,6 +342,11 @@ public final class QueueAdmin {
 	 * @param stats its messages now
 	 */
 	public record QueueInfo(QueueDefinition definition, boolean paused, QueueStats stats) {
+
+		QueueInfo withStats(QueueStats stats) {
+			return new QueueInfo(this.definition, this.paused, stats);
+		}
+
 	}
 
 }

@@ -122,6 +122,26 @@ class QueueAdminIntegrationTests {
 	}
 
 	@Test
+	void aPurgeWhileListenersConsumeNeitherLosesTrackNorDeliversAMessageTwice() {
+		this.admin.create(QueueDefinition.of("busy"));
+		java.util.Map<Long, AtomicInteger> handled = new java.util.concurrent.ConcurrentHashMap<>();
+		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("busy", List.of("busy"), 3, AckMode.AUTO,
+				true, Integer.class, (message, ack) -> {
+					handled.computeIfAbsent(message.id(), (id) -> new AtomicInteger()).incrementAndGet();
+					Thread.sleep(1);
+				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(100)));
+		this.registry.start();
+		List<Long> ids = this.template.sendBatch("busy", IntStream.range(0, 3000).boxed().toList());
+		await().atMost(Duration.ofSeconds(10)).until(() -> handled.size() > 100);
+		long purged = this.admin.purge("busy", QueueAdmin.Purge.ALL);
+		await().atMost(Duration.ofSeconds(20)).until(() -> count("busy") == 0);
+		assertThat(handled.values()).as("no message handled twice").allMatch((n) -> n.get() == 1);
+		assertThat(ids).containsAll(handled.keySet());
+		assertThat(handled.size() + purged).as("every message either handled or purged, none both")
+			.isEqualTo(ids.size());
+	}
+
+	@Test
 	void dropRefusesAQueueWithMessagesUnlessForcedAndOneThatIsBoundOrHeld() {
 		this.admin.create(QueueDefinition.of("old"));
 		this.template.sendBatch("old", List.of(1, 2));

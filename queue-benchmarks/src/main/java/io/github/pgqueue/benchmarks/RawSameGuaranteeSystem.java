@@ -130,13 +130,11 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 		claim.setString(3, QUEUE);
 		claim.setString(4, QUEUE);
 		claim.setBoolean(5, true);
-		claim.setInt(6, batchSize + CLAIM_WINDOW);
-		claim.setInt(7, namespace);
-		claim.setInt(8, batchSize);
-		claim.setString(9, QUEUE);
-		claim.setInt(10, namespace);
-		claim.setInt(11, QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
-		claim.setString(12, QUEUE);
+		claim.setInt(6, namespace);
+		claim.setString(7, QUEUE);
+		claim.setInt(8, namespace);
+		claim.setInt(9, QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
+		claim.setString(10, QUEUE);
 	}
 
 	/** One worker's session: its backend pid guards the ack, as in pgqueue. */
@@ -166,7 +164,7 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 				rs.next();
 				this.pid = rs.getInt(1);
 			}
-			this.claim = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.claim());
+			this.claim = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.claim(batchSize));
 			this.ack = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.ack());
 		}
 

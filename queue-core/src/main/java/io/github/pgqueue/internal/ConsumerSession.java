@@ -155,19 +155,17 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 		checkNotLost();
 		this.claimedQueue = queue;
-		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.claim())) {
+		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.claim(max))) {
 			ps.setString(1, queue);
 			ps.setString(2, queue);
 			ps.setString(3, queue);
 			ps.setString(4, queue);
 			ps.setBoolean(5, mayTakeOpen);
-			ps.setInt(6, max + QueueSql.CLAIM_WINDOW);
-			ps.setInt(7, this.namespace);
-			ps.setInt(8, max);
-			ps.setString(9, queue);
-			ps.setInt(10, this.namespace);
-			ps.setInt(11, this.maxPayloadBytes);
-			ps.setString(12, queue);
+			ps.setInt(6, this.namespace);
+			ps.setString(7, queue);
+			ps.setInt(8, this.namespace);
+			ps.setInt(9, this.maxPayloadBytes);
+			ps.setString(10, queue);
 			return readClaim(queue, ps);
 		}
 		catch (SQLException ex) {

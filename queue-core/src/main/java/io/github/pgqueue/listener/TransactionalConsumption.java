@@ -5,8 +5,11 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Savepoint;
+import java.sql.Statement;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Deque;
 import java.util.List;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
@@ -37,8 +40,14 @@ import org.springframework.transaction.support.TransactionTemplate;
  * handler's own writes and its message's removal commit together. Nothing is written before the
  * handlers run: one commit per batch.
  * <p>
- * A handler that throws is rolled back to its savepoint and its attempt written in the same
- * transaction; its neighbours are not touched. A consumer that dies leaves no write at all, only
+ * The claim sets a savepoint in its own round trip, and the handlers run without one of their own
+ * while they succeed: a batch costs the claim, one completing statement and the commit. When a
+ * handler throws, the transaction is rolled back to the claim's savepoint, which undoes that
+ * handler's writes and its predecessors' in the batch; its failure is recorded and those
+ * predecessors run again (the batch is split at the failure), each under a savepoint of its own,
+ * as every handler of this poller does until {@value #GUARDED_AFTER_FAILURE} messages in a row
+ * succeed. So a failure costs the handlers before it one more run, never a message or an attempt,
+ * and a run of failures costs a savepoint per message, not a re-run per failure. A consumer that dies leaves no write at all, only
  * its aborted transaction in the rows' lock marker ({@code xmax}); a later claim sees that, skips
  * the message, and hands it to {@link ConsumerSession#claimSuspect}, which writes the lost attempt
  * (so a message that kills its consumer still reaches its dead-letter queue) and holds it with a
@@ -48,6 +57,12 @@ import org.springframework.transaction.support.TransactionTemplate;
 final class TransactionalConsumption implements Consumption {
 
 	private static final Logger logger = LoggerFactory.getLogger(TransactionalConsumption.class);
+
+	/** After a failure, how many messages in a row must succeed before handlers run without savepoints. */
+	static final int GUARDED_AFTER_FAILURE = 100;
+
+	/** The savepoint the claim sets: the state before any handler of the batch ran. */
+	private static final String CLAIMED = "pgqueue_claimed";
 
 	private final Dispatcher dispatcher;
 
@@ -74,6 +89,12 @@ final class TransactionalConsumption implements Consumption {
 	/** The session that counts and holds suspects; opened at the first one. */
 	private ConsumerSession session;
 
+	/** How many more messages run under a savepoint each, after a failure; 0 when handlers run without. */
+	private int guarded;
+
+	/** The claim, then the savepoint before the handlers, in one round trip. */
+	private final String claimThenSavepoint;
+
 	TransactionalConsumption(Dispatcher dispatcher, QueueTemplate template, PlatformTransactionManager transactionManager,
 			Supplier<ConsumerSession> sessions, ListenerMetrics metrics, QueueListenerEndpoint endpoint,
 			BooleanSupplier running) {
@@ -90,6 +111,7 @@ final class TransactionalConsumption implements Consumption {
 		this.transactions = new TransactionTemplate(transactionManager);
 		this.transactions.setName("pgqueue-" + endpoint.id());
 		this.transactions.setTimeout((int) Math.max(1, (this.timeout.toMillis() + 999) / 1000));
+		this.claimThenSavepoint = this.sql.transactionalClaim(this.batchSize) + ";\nSAVEPOINT " + CLAIMED;
 	}
 
 	@Override
@@ -129,18 +151,15 @@ final class TransactionalConsumption implements Consumption {
 				usable.add(message);
 			}
 		}
-		Savepoint beforeHandlers = this.dispatcher.isBatch()
-				? handleBatch(connection, usable, deliveries, batch, deadline, timer)
-				: handleEach(connection, usable, deliveries, batch, deadline, timer);
-		if (beforeHandlers != null) {
-			if (System.nanoTime() - deadline > 0) {
-				deliveries = timedOut(connection, beforeHandlers, deliveries);
-			}
-			topLevel(connection, beforeHandlers);
+		List<Delivery> handled = this.dispatcher.isBatch() ? handleBatch(connection, usable, batch, deadline, timer)
+				: handleEach(connection, usable, batch, deadline, timer);
+		if (System.nanoTime() - deadline > 0 && !handled.isEmpty()) {
+			handled = timedOut(connection, handled);
 		}
+		deliveries.addAll(handled);
 		boolean interrupted = Thread.interrupted();
 		try {
-			complete(connection, queue, deliveries, batch);
+			complete(connection, queue, deliveries, batch, true);
 		}
 		finally {
 			if (interrupted) {
@@ -151,57 +170,75 @@ final class TransactionalConsumption implements Consumption {
 	}
 
 	/**
-	 * Runs each message's handler under a savepoint of its own; the first savepoint, or null if
-	 * no handler ran. A message left unseen (the poller stops, a fatal error, the deadline) is not
-	 * in {@code deliveries}: its lock goes with the commit and nothing of it was written.
+	 * Runs each message's handler, without a savepoint while handlers succeed (see the class
+	 * comment); what became of the messages handled. A message left unseen (the poller stops, a
+	 * fatal error, the deadline) is not in the result: its lock goes with the commit and nothing of
+	 * it was written.
 	 */
-	private Savepoint handleEach(Connection connection, List<ClaimedMessage> messages, List<Delivery> deliveries,
-			Batch batch, long deadline, Timer timer) {
-		Savepoint first = null;
-		for (ClaimedMessage message : messages) {
-			if (batch.fatal != null || mustStop(deadline)) {
-				continue;
-			}
-			Savepoint savepoint = savepoint(connection);
-			if (first == null) {
-				first = savepoint;
-			}
+	private List<Delivery> handleEach(Connection connection, List<ClaimedMessage> messages, Batch batch, long deadline,
+			Timer timer) {
+		List<Delivery> handled = new ArrayList<>(messages.size());
+		List<Delivery> unguarded = new ArrayList<>();
+		Deque<ClaimedMessage> pending = new ArrayDeque<>(messages);
+		while (!pending.isEmpty() && batch.fatal == null && !mustStop(deadline)) {
+			ClaimedMessage message = pending.poll();
+			Savepoint savepoint = (this.guarded > 0) ? savepoint(connection) : null;
 			Delivery delivery = this.dispatcher.deliver(message, timer);
 			batch.handled++;
 			batch.fatal = delivery.fatal;
-			if (delivery.thrown || delivery.completion == Completion.GIVE_BACK) {
+			boolean undo = delivery.thrown || delivery.completion == Completion.GIVE_BACK;
+			if (undo && savepoint == null) {
+				// Undoes this handler's writes and those of the ones before it that had no savepoint:
+				// they run again, guarded, before the rest.
+				rollbackToClaim(connection);
+				for (int i = unguarded.size() - 1; i >= 0; i--) {
+					pending.addFirst(unguarded.get(i).message);
+				}
+				handled.removeAll(unguarded);
+				unguarded.clear();
+			}
+			else if (undo) {
 				rollbackTo(connection, savepoint);
 			}
+			if (delivery.thrown) {
+				this.guarded = GUARDED_AFTER_FAILURE;
+			}
+			else if (this.guarded > 0 && savepoint != null) {
+				this.guarded--;
+			}
 			if (delivery.completion != Completion.GIVE_BACK) {
-				deliveries.add(delivery);
+				handled.add(delivery);
+				if (savepoint == null && !undo) {
+					unguarded.add(delivery);
+				}
 			}
 		}
-		return first;
+		return handled;
 	}
 
 	/**
-	 * Runs a batch listener on every message at once under one savepoint: if it throws, all its
-	 * writes are rolled back (so no message of the batch is acked, see {@link Dispatcher#deliverBatch}).
-	 * The savepoint, or null if the listener did not run.
+	 * Runs a batch listener on every message at once: if it throws, all its writes are rolled back
+	 * to the claim's savepoint (so no message of the batch is acked, see
+	 * {@link Dispatcher#deliverBatch}). What became of the messages; empty if the listener did not run.
 	 */
-	private Savepoint handleBatch(Connection connection, List<ClaimedMessage> messages, List<Delivery> deliveries,
-			Batch batch, long deadline, Timer timer) {
+	private List<Delivery> handleBatch(Connection connection, List<ClaimedMessage> messages, Batch batch,
+			long deadline, Timer timer) {
+		List<Delivery> handled = new ArrayList<>(messages.size());
 		if (messages.isEmpty() || mustStop(deadline)) {
-			return null;
+			return handled;
 		}
-		Savepoint savepoint = savepoint(connection);
-		List<Delivery> handled = this.dispatcher.deliverBatch(messages, timer, false);
+		List<Delivery> delivered = this.dispatcher.deliverBatch(messages, timer, false);
 		batch.handled += messages.size();
-		if (handled.stream().anyMatch((delivery) -> delivery.thrown)) {
-			rollbackTo(connection, savepoint);
+		if (delivered.stream().anyMatch((delivery) -> delivery.thrown)) {
+			rollbackToClaim(connection);
 		}
-		for (Delivery delivery : handled) {
+		for (Delivery delivery : delivered) {
 			batch.fatal = (batch.fatal != null) ? batch.fatal : delivery.fatal;
 			if (delivery.completion != Completion.GIVE_BACK) {
-				deliveries.add(delivery);
+				handled.add(delivery);
 			}
 		}
-		return savepoint;
+		return handled;
 	}
 
 	private boolean mustStop(long deadline) {
@@ -221,6 +258,16 @@ final class TransactionalConsumption implements Consumption {
 		}
 		catch (SQLException ex) {
 			throw new QueueException("Could not release the handlers' savepoints: " + ex.getMessage(), ex);
+		}
+	}
+
+	/** Undoes every handler's writes since the claim; its savepoint stays. */
+	private static void rollbackToClaim(Connection connection) {
+		try (Statement statement = connection.createStatement()) {
+			statement.execute("ROLLBACK TO SAVEPOINT " + CLAIMED);
+		}
+		catch (SQLException ex) {
+			throw new QueueException("Could not roll a failed handler's writes back: " + ex.getMessage(), ex);
 		}
 	}
 
@@ -250,8 +297,12 @@ final class TransactionalConsumption implements Consumption {
 	 * The transaction outlived its timeout: everything the handlers wrote is rolled back, and every
 	 * message handed out fails this attempt (a message dead-lettered unread stays so).
 	 */
-	private List<Delivery> timedOut(Connection connection, Savepoint beforeHandlers, List<Delivery> deliveries) {
-		rollbackTo(connection, beforeHandlers);
+	private List<Delivery> timedOut(Connection connection, List<Delivery> deliveries) {
+		rollbackToClaim(connection);
+		return failAll(deliveries);
+	}
+
+	private List<Delivery> failAll(List<Delivery> deliveries) {
 		QueueException error = timeoutError();
 		logger.warn("{}; failing the attempt of the {} messages it handled", error.getMessage(), deliveries.size());
 		List<Delivery> failed = new ArrayList<>(deliveries.size());
@@ -280,18 +331,17 @@ final class TransactionalConsumption implements Consumption {
 
 	private Batch claim(String queue, Connection connection) {
 		Batch batch = new Batch();
-		try (PreparedStatement ps = connection.prepareStatement(this.sql.transactionalClaim())) {
+		try (PreparedStatement ps = connection.prepareStatement(this.claimThenSavepoint)) {
 			ps.setString(1, queue);
 			ps.setString(2, queue);
 			ps.setString(3, queue);
 			ps.setString(4, queue);
-			ps.setInt(5, this.batchSize + QueueSql.CLAIM_WINDOW);
-			ps.setInt(6, this.namespace);
-			ps.setInt(7, this.batchSize);
+			ps.setInt(5, this.namespace);
+			ps.setString(6, queue);
+			ps.setInt(7, this.maxPayloadBytes);
 			ps.setString(8, queue);
-			ps.setInt(9, this.maxPayloadBytes);
-			ps.setString(10, queue);
-			try (ResultSet rs = ps.executeQuery()) {
+			ps.execute();
+			try (ResultSet rs = ps.getResultSet()) {
 				while (rs.next()) {
 					if (rs.getObject(1) == null) {
 						long ms = rs.getLong(15);
@@ -314,8 +364,13 @@ final class TransactionalConsumption implements Consumption {
 		return batch;
 	}
 
-	/** Deletes, retries and dead-letters the batch's messages in its transaction: at most three statements. */
-	private void complete(Connection connection, String queue, List<Delivery> deliveries, Batch batch) {
+	/**
+	 * Deletes, retries and dead-letters the batch's messages in its transaction: at most three
+	 * statements, the first of which releases the claim's savepoint first if {@code releaseClaim}
+	 * (see {@link #topLevel}), in the same round trip.
+	 */
+	private void complete(Connection connection, String queue, List<Delivery> deliveries, Batch batch,
+			boolean releaseClaim) {
 		List<Long> acks = new ArrayList<>();
 		List<Delivery> retries = new ArrayList<>();
 		List<Delivery> deadLetters = new ArrayList<>();
@@ -328,35 +383,39 @@ final class TransactionalConsumption implements Consumption {
 				}
 			}
 		}
+		String release = releaseClaim ? "RELEASE SAVEPOINT " + CLAIMED + ";\n" : "";
 		try {
 			if (!acks.isEmpty()) {
-				try (PreparedStatement ps = connection.prepareStatement(this.sql.transactionalAck())) {
+				try (PreparedStatement ps = connection.prepareStatement(release + this.sql.transactionalAck())) {
 					ps.setArray(1, connection.createArrayOf("bigint", acks.toArray()));
 					ps.setString(2, queue);
-					ps.executeQuery().close();
+					ps.execute();
 				}
+				release = "";
 			}
 			if (!retries.isEmpty()) {
-				try (PreparedStatement ps = connection.prepareStatement(this.sql.transactionalRetry())) {
+				try (PreparedStatement ps = connection.prepareStatement(release + this.sql.transactionalRetry())) {
 					ps.setArray(1, ids(connection, retries));
 					ps.setArray(2, attempts(connection, retries));
 					ps.setArray(3, connection.createArrayOf("bigint",
 							retries.stream().map((d) -> Math.max(0, d.delay.toMillis())).toArray()));
 					ps.setArray(4, connection.createArrayOf("text", retries.stream().map((d) -> d.error).toArray()));
 					ps.setString(5, this.sql.channel());
-					ps.executeQuery().close();
+					ps.execute();
 				}
+				release = "";
 			}
 			if (!deadLetters.isEmpty()) {
-				try (PreparedStatement ps = connection.prepareStatement(this.sql.transactionalDeadLetter())) {
+				try (PreparedStatement ps = connection.prepareStatement(release + this.sql.transactionalDeadLetter())) {
 					ps.setArray(1, ids(connection, deadLetters));
 					ps.setArray(2, attempts(connection, deadLetters));
 					ps.setArray(3, connection.createArrayOf("text",
 							deadLetters.stream().map((d) -> d.message.deadLetterQueue()).toArray()));
 					ps.setArray(4, connection.createArrayOf("text", deadLetters.stream().map((d) -> d.error).toArray()));
 					ps.setString(5, this.sql.channel());
-					ps.executeQuery().close();
+					ps.execute();
 				}
+				release = "";
 			}
 		}
 		catch (SQLException ex) {
@@ -440,14 +499,15 @@ final class TransactionalConsumption implements Consumption {
 		}
 		List<Delivery> deliveries = List.of(delivery);
 		if (late) {
-			deliveries = timedOut(connection, savepoint, deliveries);
+			rollbackTo(connection, savepoint);
+			deliveries = failAll(deliveries);
 		}
 		topLevel(connection, savepoint);
 		if (delivery.completion == Completion.GIVE_BACK) {
 			// Its attempt was written by the claim: give it back, as a stopping session poller does.
 			deliveries = List.of(giveBack(message));
 		}
-		complete(connection, queue, deliveries, batch);
+		complete(connection, queue, deliveries, batch, false);
 		if (delivery.completion == Completion.GIVE_BACK) {
 			batch.retried = 0;
 		}

@@ -121,8 +121,11 @@ class ObservationIntegrationTests {
 			}
 		}, true));
 
+		// In transactional mode the poison's failure rolls back the batch's writes since the claim,
+		// so the handler of the message before it runs again: one more call, one more observation.
+		int calls = (mode == ConsumptionMode.TRANSACTIONAL) ? 3 : 2;
 		await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> assertThat(this.observations)
-			.hasNumberOfObservationsWithNameEqualTo("pgqueue.process", 2));
+			.hasNumberOfObservationsWithNameEqualTo("pgqueue.process", calls));
 		assertThat(this.observations)
 			.hasAnObservation((observation) -> observation.hasNameEqualTo("pgqueue.process")
 				.hasContextualNameEqualTo("emails process")

@@ -44,7 +44,7 @@ import java.util.concurrent.atomic.LongAdder;
  * {@code active-readers} and {@code high-load} 4 / 8 / 4 s, {@code many-queues} 8 s, each run after a
  * 2 s warm-up, with up to 2 s for the last messages; about 75 s per system, under 8 minutes for the
  * six. Quick mode: 1 / 2 / 1 s, 1 / 1 / 1 s and 2 s, warm-up 0.5 s, and only {@code pgqueue},
- * {@code raw-sql} and the two peers: about 70 s.
+ * {@code raw-sql} and the two peers: about 75 s.
  */
 final class PressureScenario {
 

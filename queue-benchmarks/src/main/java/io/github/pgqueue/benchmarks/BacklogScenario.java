@@ -63,7 +63,7 @@ final class BacklogScenario {
 			QueueSystem system = this.context.system(name);
 			Drain.prepare(this.context, system, LARGE);
 			if (name.equals("pgqueue")) {
-				explainClaim("1M");
+				explainClaim(this.context, "1M");
 			}
 			large.put(name, record("backlog-1M", name, List.of(Drain.run(system, CONCURRENCY, BATCH, 3L * SMALL, CAP)),
 					LARGE));
@@ -76,7 +76,7 @@ final class BacklogScenario {
 			for (int i = 0; i < ROUNDS; i++) {
 				Drain.prepare(this.context, system, LARGE + SMALL);
 				if (name.equals("pgqueue") && i == 0) {
-					explainClaim("1M-delayed");
+					explainClaim(this.context, "1M-delayed");
 				}
 				rounds.add(Drain.run(system, CONCURRENCY, BATCH, SMALL, CAP));
 			}
@@ -103,11 +103,11 @@ final class BacklogScenario {
 		return rate;
 	}
 
-	/** Writes EXPLAIN (ANALYZE, BUFFERS) of pgqueue's claim of one batch. */
-	private void explainClaim(String label) {
+	/** Writes EXPLAIN (ANALYZE, BUFFERS) of pgqueue's claim of one batch to {@code target/explain-claim-<label>.txt}. */
+	static void explainClaim(BenchContext context, String label) {
 		QueueSql sql = new QueueSql("pgqueue");
 		StringBuilder plan = new StringBuilder();
-		try (Connection connection = this.context.database().adminPool().getConnection()) {
+		try (Connection connection = context.database().adminPool().getConnection()) {
 			int namespace;
 			try (Statement statement = connection.createStatement();
 					ResultSet rs = statement.executeQuery(sql.namespace())) {
@@ -129,8 +129,8 @@ final class BacklogScenario {
 			try (Statement statement = connection.createStatement()) {
 				statement.execute("SELECT pg_advisory_unlock_all()");
 			}
-			Files.createDirectories(this.context.outputDirectory());
-			Files.writeString(this.context.outputDirectory().resolve("explain-claim-" + label + ".txt"), plan);
+			Files.createDirectories(context.outputDirectory());
+			Files.writeString(context.outputDirectory().resolve("explain-claim-" + label + ".txt"), plan);
 		}
 		catch (SQLException ex) {
 			throw new IllegalStateException("Could not explain the claim", ex);

@@ -2,6 +2,11 @@ package io.github.pgqueue.benchmarks;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.util.List;
+import java.util.Properties;
 
 import javax.sql.DataSource;
 
@@ -17,6 +22,9 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * shares, and the statistics queries the scenarios read.
  */
 final class BenchDatabase implements AutoCloseable {
+
+	/** The application name of {@link #pressureConnection()}s. */
+	static final String PRESSURE_APPLICATION = "bench-pressure";
 
 	private final EmbeddedPostgres server;
 
@@ -135,6 +143,28 @@ final class BenchDatabase implements AutoCloseable {
 	long deadTuples(String table) {
 		this.admin.execute("SELECT pg_stat_clear_snapshot()");
 		return queryLong("SELECT COALESCE(n_dead_tup, 0) FROM pg_stat_all_tables WHERE relid = ?::regclass", table);
+	}
+
+	/**
+	 * A connection of its own outside the pools, named {@value #PRESSURE_APPLICATION} so that wait
+	 * samples leave it out: for the sessions a scenario adds to put the systems under pressure.
+	 */
+	Connection pressureConnection() throws SQLException {
+		Properties properties = new Properties();
+		properties.setProperty("user", username());
+		properties.setProperty("ApplicationName", PRESSURE_APPLICATION);
+		return DriverManager.getConnection(this.jdbcUrl, properties);
+	}
+
+	/**
+	 * What the active client backends wait on right now, other than the benchmark's own
+	 * statistics and pressure sessions: {@code type:event}, or {@code CPU} for one running.
+	 */
+	List<String> waitSample() {
+		return this.admin.queryForList("""
+				SELECT COALESCE(wait_event_type || ':' || wait_event, 'CPU') FROM pg_stat_activity
+				 WHERE state = 'active' AND backend_type = 'client backend' AND pid <> pg_backend_pid()
+				   AND application_name NOT IN ('bench-admin', ?)""", String.class, PRESSURE_APPLICATION);
 	}
 
 	/** Leaves {@code table} as a freshly loaded table is in production: visible to index-only scans, analyzed. */

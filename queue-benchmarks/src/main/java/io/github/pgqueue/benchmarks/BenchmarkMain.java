@@ -73,6 +73,7 @@ public final class BenchmarkMain {
 			case "backlog" -> new BacklogScenario(context).run();
 			case "idle-cost" -> new IdleCostScenario(context).run();
 			case "churn" -> new ChurnScenario(context).run();
+			case "pressure" -> new PressureScenario(context).run();
 			case "memory" -> new MemoryScenario(context).run();
 			default -> throw new IllegalArgumentException("Unknown scenario " + scenario);
 		}

@@ -123,10 +123,32 @@ final class DbQueueSystem implements QueueSystem {
 	}
 
 	private void wakeUp() {
+		wakeUp(QUEUE);
+	}
+
+	private void wakeUp(QueueId queue) {
 		QueueService service = this.running;
 		if (service != null) {
-			service.wakeup(QUEUE, SHARD);
+			service.wakeup(queue, SHARD);
 		}
+	}
+
+	@Override
+	public boolean hasQueues() {
+		return true;
+	}
+
+	@Override
+	public void send(String queue, long sequence) {
+		QueueId id = new QueueId(queue);
+		this.producer.transact(() -> this.producer.getQueueDao()
+			.enqueue(location(id), EnqueueParams.create(Payloads.json(sequence))));
+		wakeUp(id);
+	}
+
+	@Override
+	public Consumers startQueueListeners(List<String> queues, int batchSize, MessageHandler handler) {
+		return start(queues.stream().map(QueueId::new).toList(), 1, PgQueueSystem.POLL_INTERVAL, handler);
 	}
 
 	@Override

@@ -36,6 +36,13 @@ final class JdbcWorkers implements Consumers {
 
 	}
 
+	/** Prepares the poller of a worker of one queue on its connection. */
+	interface QueuePollerFactory {
+
+		Poller create(Connection connection, String queue) throws SQLException;
+
+	}
+
 	private final List<Thread> threads = new ArrayList<>();
 
 	private final Wakeups wakeups;
@@ -55,6 +62,21 @@ final class JdbcWorkers implements Consumers {
 		for (int i = 0; i < concurrency; i++) {
 			int worker = i;
 			Thread thread = new Thread(() -> run(dataSource, worker, pollers), name + "-" + i);
+			this.threads.add(thread);
+			thread.start();
+		}
+	}
+
+	/** One worker per queue, all woken through one LISTEN connection. */
+	JdbcWorkers(String name, DataSource dataSource, List<String> queues, Duration pollInterval,
+			QueuePollerFactory pollers) {
+		this.pollInterval = pollInterval;
+		this.wakeups = new Wakeups(dataSource, queues.toArray(new String[0]));
+		for (int i = 0; i < queues.size(); i++) {
+			int worker = i;
+			String queue = queues.get(i);
+			Thread thread = new Thread(() -> run(dataSource, worker, (connection) -> pollers.create(connection, queue)),
+					name + "-" + queue);
 			this.threads.add(thread);
 			thread.start();
 		}

@@ -41,10 +41,17 @@ final class Latencies {
 
 	/** Percentiles over every message both sent and started, in milliseconds. */
 	Summary summarize() {
-		long[] nanos = new long[this.committed.length()];
+		return summarize(0, this.committed.length());
+	}
+
+	/** Percentiles over the messages numbered from {@code first} (inclusive) to {@code end} (exclusive). */
+	Summary summarize(long first, long end) {
+		int from = (int) Math.max(0, first);
+		int to = (int) Math.min(this.committed.length(), end);
+		long[] nanos = new long[Math.max(0, to - from)];
 		int count = 0;
 		int early = 0;
-		for (int i = 0; i < nanos.length; i++) {
+		for (int i = from; i < to; i++) {
 			long sent = this.committed.get(i);
 			long handled = this.started.get(i);
 			if (sent != 0 && handled != 0) {

@@ -124,6 +124,27 @@ final class PgQueueSystem extends MessageTableSystem {
 	}
 
 	@Override
+	public boolean hasQueues() {
+		return true;
+	}
+
+	@Override
+	public void send(String queue, long sequence) {
+		this.template.send(queue, new Tick(sequence), options(sequence));
+	}
+
+	@Override
+	public Consumers startQueueListeners(List<String> queues, int batchSize, MessageHandler handler) {
+		QueueListenerEndpointRegistry registry = registry();
+		for (String queue : queues) {
+			registry.registerListenerEndpoint(
+					endpoint("bench-" + queue, queue, 1, batchSize, POLL_INTERVAL, this.mode, handler));
+		}
+		registry.start();
+		return registry::stop;
+	}
+
+	@Override
 	public Optional<Consumers> startIdleListeners(int listeners) {
 		QueueListenerEndpointRegistry registry = registry();
 		for (int i = 0; i < listeners; i++) {

@@ -1,6 +1,7 @@
 package io.github.pgqueue.benchmarks;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -51,6 +52,21 @@ interface QueueSystem {
 	 */
 	default Consumers startDelayedConsumer(int batchSize, Duration pollInterval, MessageHandler handler) {
 		throw new UnsupportedOperationException(name() + " has no per-message delay");
+	}
+
+	/** Whether the system can spread messages over several queues, each with a listener of its own. */
+	default boolean hasQueues() {
+		return false;
+	}
+
+	/** Sends one message to {@code queue}, one of those {@link #startQueueListeners} was given, in a transaction of its own. */
+	default void send(String queue, long sequence) {
+		throw new UnsupportedOperationException(name() + " has one queue");
+	}
+
+	/** Starts one consumer thread per queue, each claiming up to {@code batchSize} messages at a time. */
+	default Consumers startQueueListeners(List<String> queues, int batchSize, MessageHandler handler) {
+		throw new UnsupportedOperationException(name() + " has one queue");
 	}
 
 	/** Loads {@code count} untracked messages in bulk, visible after {@code delay}; not measured. */

@@ -44,7 +44,17 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 
 	@Override
 	public void send(long sequence) {
-		send(sequence, 0);
+		send(QUEUE, sequence, 0);
+	}
+
+	@Override
+	public boolean hasQueues() {
+		return true;
+	}
+
+	@Override
+	public void send(String queue, long sequence) {
+		send(queue, sequence, 0);
 	}
 
 	@Override
@@ -54,14 +64,14 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 
 	@Override
 	public void sendDelayed(long sequence, Duration delay) {
-		send(sequence, delay.toMillis());
+		send(QUEUE, sequence, delay.toMillis());
 	}
 
-	private void send(long sequence, long delayMillis) {
+	private void send(String queue, long sequence, long delayMillis) {
 		try (Connection connection = this.database.appPool().getConnection();
 				PreparedStatement ps = connection.prepareStatement(this.sql.send())) {
 			// 1 queue, 2 payload, 3 headers, 4 priority, 5 not-before, 6 delay ms, 7 max attempts
-			ps.setString(1, QUEUE);
+			ps.setString(1, queue);
 			ps.setString(2, Payloads.json(sequence));
 			ps.setString(3, HEADERS);
 			ps.setInt(4, 0);
@@ -109,38 +119,50 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 	@Override
 	public Consumers startConsumers(int concurrency, int batchSize, MessageHandler handler) {
 		return new JdbcWorkers("raw-sg", this.database.consumerPool(), QUEUE, concurrency,
-				(connection) -> new Session(connection, batchSize, handler)::poll);
+				(connection) -> new Session(connection, QUEUE, batchSize, handler)::poll);
+	}
+
+	@Override
+	public Consumers startQueueListeners(java.util.List<String> queues, int batchSize, MessageHandler handler) {
+		return new JdbcWorkers("raw-sg", this.database.consumerPool(), queues, PgQueueSystem.POLL_INTERVAL,
+				(connection, queue) -> new Session(connection, queue, batchSize, handler)::poll);
 	}
 
 	/** Sleeps until the next delayed message is due, as learnt from the claim, like pgqueue's listener. */
 	@Override
 	public Consumers startDelayedConsumer(int batchSize, Duration pollInterval, MessageHandler handler) {
 		return new JdbcWorkers("raw-sg", this.database.consumerPool(), QUEUE, 1, pollInterval,
-				(connection) -> new Session(connection, batchSize, handler));
+				(connection) -> new Session(connection, QUEUE, batchSize, handler));
 	}
 
 	/**
 	 * Binds pgqueue's claim (lock, re-check and count the attempt, unlock what the re-check
-	 * skipped): 1 queue, 2 queue, 3 queue, 4 window, 5 namespace, 6 batch size, 7 queue,
-	 * 8 namespace, 9 payload limit in bytes.
+	 * skipped), whose batch size is written into its text: 1–4 queue, 5 may take suspects,
+	 * 6 namespace, 7 queue, 8 namespace, 9 payload limit in bytes, 10 queue.
 	 */
 	static void bindClaim(PreparedStatement claim, int batchSize, int namespace) throws SQLException {
-		claim.setString(1, QUEUE);
-		claim.setString(2, QUEUE);
-		claim.setString(3, QUEUE);
-		claim.setString(4, QUEUE);
+		bindClaim(claim, QUEUE, batchSize, namespace);
+	}
+
+	static void bindClaim(PreparedStatement claim, String queue, int batchSize, int namespace) throws SQLException {
+		claim.setString(1, queue);
+		claim.setString(2, queue);
+		claim.setString(3, queue);
+		claim.setString(4, queue);
 		claim.setBoolean(5, true);
 		claim.setInt(6, namespace);
-		claim.setString(7, QUEUE);
+		claim.setString(7, queue);
 		claim.setInt(8, namespace);
 		claim.setInt(9, QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
-		claim.setString(10, QUEUE);
+		claim.setString(10, queue);
 	}
 
 	/** One worker's session: its backend pid guards the ack, as in pgqueue. */
 	private final class Session implements JdbcWorkers.Poller {
 
 		private final Connection connection;
+
+		private final String queue;
 
 		private final int batchSize;
 
@@ -155,8 +177,9 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 		/** What the last claim that found nothing said of the next delayed message. */
 		private Duration nextDue;
 
-		Session(Connection connection, int batchSize, MessageHandler handler) throws SQLException {
+		Session(Connection connection, String queue, int batchSize, MessageHandler handler) throws SQLException {
 			this.connection = connection;
+			this.queue = queue;
 			this.batchSize = batchSize;
 			this.handler = handler;
 			try (PreparedStatement ps = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.backendPid());
@@ -171,7 +194,7 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 		@Override
 		public int poll() throws SQLException {
 			int ns = RawSameGuaranteeSystem.this.namespace;
-			bindClaim(this.claim, this.batchSize, ns);
+			bindClaim(this.claim, this.queue, this.batchSize, ns);
 			Map<Long, String> claimed = new LinkedHashMap<>();
 			this.nextDue = null;
 			try (ResultSet rs = this.claim.executeQuery()) {
@@ -194,7 +217,7 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 			if (!claimed.isEmpty()) {
 				// ack: 1 ids, 2 their queue, 3 pid, 4 namespace
 				this.ack.setArray(1, this.connection.createArrayOf("bigint", claimed.keySet().toArray(new Long[0])));
-				this.ack.setString(2, QUEUE);
+				this.ack.setString(2, this.queue);
 				this.ack.setInt(3, this.pid);
 				this.ack.setInt(4, ns);
 				try (ResultSet rs = this.ack.executeQuery()) {

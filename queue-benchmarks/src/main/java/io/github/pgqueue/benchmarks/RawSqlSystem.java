@@ -5,6 +5,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.List;
 
 /**
  * The physical limit: the best plain SQL on pgqueue's own table. A single {@code INSERT} per send,
@@ -55,9 +56,19 @@ final class RawSqlSystem extends MessageTableSystem {
 
 	@Override
 	public void send(long sequence) {
+		send(QUEUE, sequence);
+	}
+
+	@Override
+	public boolean hasQueues() {
+		return true;
+	}
+
+	@Override
+	public void send(String queue, long sequence) {
 		try (Connection connection = this.database.appPool().getConnection();
 				PreparedStatement ps = connection.prepareStatement(INSERT_ONE)) {
-			ps.setString(1, QUEUE);
+			ps.setString(1, queue);
 			ps.setString(2, Payloads.json(sequence));
 			ps.executeUpdate();
 		}
@@ -116,7 +127,13 @@ final class RawSqlSystem extends MessageTableSystem {
 	@Override
 	public Consumers startConsumers(int concurrency, int batchSize, MessageHandler handler) {
 		return new JdbcWorkers("raw-sql", this.database.consumerPool(), QUEUE, concurrency,
-				(connection) -> poller(connection, batchSize, handler));
+				(connection) -> poller(connection, QUEUE, batchSize, handler));
+	}
+
+	@Override
+	public Consumers startQueueListeners(List<String> queues, int batchSize, MessageHandler handler) {
+		return new JdbcWorkers("raw-sql", this.database.consumerPool(), queues, PgQueueSystem.POLL_INTERVAL,
+				(connection, queue) -> poller(connection, queue, batchSize, handler));
 	}
 
 	/**
@@ -127,7 +144,7 @@ final class RawSqlSystem extends MessageTableSystem {
 	@Override
 	public Consumers startDelayedConsumer(int batchSize, Duration pollInterval, MessageHandler handler) {
 		return new JdbcWorkers("raw-sql", this.database.consumerPool(), QUEUE, 1, pollInterval, (connection) -> {
-			JdbcWorkers.Poller receive = poller(connection, batchSize, handler);
+			JdbcWorkers.Poller receive = poller(connection, QUEUE, batchSize, handler);
 			PreparedStatement nextDue = connection.prepareStatement(NEXT_DUE);
 			return new JdbcWorkers.Poller() {
 
@@ -150,11 +167,11 @@ final class RawSqlSystem extends MessageTableSystem {
 		});
 	}
 
-	private static JdbcWorkers.Poller poller(Connection connection, int batchSize, MessageHandler handler)
-			throws SQLException {
+	private static JdbcWorkers.Poller poller(Connection connection, String queue, int batchSize,
+			MessageHandler handler) throws SQLException {
 		PreparedStatement receive = connection.prepareStatement(RECEIVE);
 		return () -> {
-			receive.setString(1, QUEUE);
+			receive.setString(1, queue);
 			receive.setInt(2, batchSize);
 			int handled = 0;
 			try (ResultSet rs = receive.executeQuery()) {

@@ -117,6 +117,22 @@ final class SpringIntegrationSystem implements QueueSystem {
 		});
 	}
 
+	@Override
+	public boolean hasQueues() {
+		return true;
+	}
+
+	/** Into the message group named {@code queue}: one channel per group. */
+	@Override
+	public void send(String queue, long sequence) {
+		this.producerStore.addMessageToGroup(queue, message(sequence));
+	}
+
+	@Override
+	public Consumers startQueueListeners(List<String> queues, int batchSize, MessageHandler handler) {
+		return start(queues, 1, handler);
+	}
+
 	private static Message<String> message(long sequence) {
 		return MessageBuilder.withPayload(Payloads.json(sequence)).build();
 	}

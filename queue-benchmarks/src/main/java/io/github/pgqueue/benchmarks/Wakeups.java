@@ -19,21 +19,30 @@ final class Wakeups implements AutoCloseable {
 
 	private final Semaphore[] workers;
 
+	/** The queue each worker consumes, by worker index. */
+	private final String[] queues;
+
 	private final Thread thread;
 
 	private volatile boolean running = true;
 
 	Wakeups(DataSource dataSource, String queue, int workerCount) {
-		this.workers = new Semaphore[workerCount];
-		for (int i = 0; i < workerCount; i++) {
+		this(dataSource, java.util.Collections.nCopies(workerCount, queue).toArray(new String[0]));
+	}
+
+	/** One LISTEN connection for workers of several queues: a notification wakes the workers of its queue. */
+	Wakeups(DataSource dataSource, String[] queues) {
+		this.queues = queues.clone();
+		this.workers = new Semaphore[queues.length];
+		for (int i = 0; i < queues.length; i++) {
 			this.workers[i] = new Semaphore(0);
 		}
-		this.thread = new Thread(() -> listen(dataSource, queue), "raw-listen");
+		this.thread = new Thread(() -> listen(dataSource), "raw-listen");
 		this.thread.setDaemon(true);
 		this.thread.start();
 	}
 
-	private void listen(DataSource dataSource, String queue) {
+	private void listen(DataSource dataSource) {
 		try (Connection connection = dataSource.getConnection()) {
 			connection.setAutoCommit(true);
 			try (Statement statement = connection.createStatement()) {
@@ -46,10 +55,7 @@ final class Wakeups implements AutoCloseable {
 					continue;
 				}
 				for (PGNotification notification : notifications) {
-					if (queue.equals(notification.getParameter())) {
-						wakeAll();
-						break;
-					}
+					wake(notification.getParameter());
 				}
 			}
 		}
@@ -64,6 +70,14 @@ final class Wakeups implements AutoCloseable {
 	void await(int worker, long millis) throws InterruptedException {
 		if (this.workers[worker].tryAcquire(millis, TimeUnit.MILLISECONDS)) {
 			this.workers[worker].drainPermits();
+		}
+	}
+
+	private void wake(String queue) {
+		for (int i = 0; i < this.workers.length; i++) {
+			if (this.queues[i].equals(queue) && this.workers[i].availablePermits() == 0) {
+				this.workers[i].release();
+			}
 		}
 	}
 

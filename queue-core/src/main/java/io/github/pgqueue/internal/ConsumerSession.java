@@ -176,6 +176,42 @@ public final class ConsumerSession implements AutoCloseable {
 	}
 
 	/**
+	 * Claims like {@link #claim(String, int, boolean)}, only messages whose headers match
+	 * {@code filter} (all when it is null). A message the filter rejects is not locked, not counted
+	 * and not written.
+	 */
+	public Claim claim(String queue, int max, boolean mayTakeOpen, HeaderFilter filter) {
+		if (filter == null) {
+			return claim(queue, max, mayTakeOpen);
+		}
+		if (!this.held.isEmpty()) {
+			throw new IllegalStateException("Session " + this.backendPid + " still holds " + this.held
+					+ "; complete them before claiming more");
+		}
+		checkNotLost();
+		this.claimedQueue = queue;
+		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.filteredClaim())) {
+			ps.setString(1, queue);
+			ps.setString(2, queue);
+			ps.setString(3, queue);
+			ps.setString(4, queue);
+			ps.setBoolean(5, mayTakeOpen);
+			ps.setArray(6, this.connection.createArrayOf("text", filter.documents()));
+			ps.setInt(7, max + QueueSql.CLAIM_WINDOW);
+			ps.setInt(8, this.namespace);
+			ps.setInt(9, max);
+			ps.setString(10, queue);
+			ps.setInt(11, this.namespace);
+			ps.setInt(12, this.maxPayloadBytes);
+			ps.setString(13, queue);
+			return readClaim(queue, ps);
+		}
+		catch (SQLException ex) {
+			throw claimFailure(queue, ex);
+		}
+	}
+
+	/**
 	 * Claims message {@code id} of transactional queue {@code queue} if it is a suspect: the last
 	 * transaction that held it aborted, or its claim is open and nobody holds it. Counts the attempt
 	 * the aborted transaction never wrote and this one, so that a message that kills its consumer

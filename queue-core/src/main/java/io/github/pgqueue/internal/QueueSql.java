@@ -47,6 +47,15 @@ public final class QueueSql {
 			""";
 
 	/**
+	 * The header filter of a claim's candidate m (1 the filter's alternatives, jsonb[]): its headers
+	 * contain one of them. Inside the ordered, limited subquery of the candidates, so it is tested
+	 * before the lock taken outside it: a message the filter rejects is never locked.
+	 */
+	private static final String HEADER_FILTER = """
+			               AND m.headers @> ANY (?::jsonb[])
+			""";
+
+	/**
 	 * Columns 3 to 15 of a claim's rows, from claimed row c, its payload text p and its queue q
 	 * (1 payload limit); formatted with the attempt's expression.
 	 */
@@ -160,6 +169,10 @@ public final class QueueSql {
 	private final String claimSuspect;
 
 	private final String claimById;
+
+	private final String filteredClaim;
+
+	private final String filteredTransactionalClaim;
 
 
 	private final String schema;
@@ -541,6 +554,87 @@ public final class QueueSql {
 		// holds its advisory key) and, in a FIFO group, its group's head.
 		this.claimById = claimOne(s, GROUP_HEAD);
 
+		// The session claim with a header filter: 1 queue, 2 queue (paused?), 3 queue, 4 queue, 5 may
+		// take a message whose consumer died, 6 filter alternatives (jsonb[]), 7 window, 8 namespace,
+		// 9 batch size, 10 queue, 11 namespace, 12 payload limit, 13 queue. Shaped as the claim, with
+		// the filter among the conditions tested before the lock. With a selective filter the planner
+		// reads the candidates of each priority through the GIN index on headers and sorts them (a few
+		// rows); with one that most messages pass, it walks the claim index as the claim does.
+		this.filteredClaim = ("""
+				""" + PRIORITIES + """
+				locked AS (
+				    SELECT c.id, c.suspect, row_number() OVER () AS n
+				      FROM priorities p
+				     CROSS JOIN LATERAL (
+				            SELECT m.id, m.claim_open AND m.claimed_at > pg_postmaster_start_time() AS suspect
+				              FROM %1$s.message m
+				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
+				               AND (? OR NOT (m.claim_open AND m.claimed_at > pg_postmaster_start_time()))
+				""" + HEADER_FILTER + GROUP_HEAD + """
+				             ORDER BY m.visible_at, m.id
+				             LIMIT ?) c
+				     WHERE pg_try_advisory_lock(?, c.id::bit(32)::int4)
+				     LIMIT ?
+				),
+				chosen AS (
+				    SELECT id FROM locked WHERE NOT EXISTS (SELECT 1 FROM locked WHERE suspect)
+				    UNION ALL
+				    (SELECT id FROM locked WHERE suspect ORDER BY n LIMIT 1)
+				),
+				claimed AS (
+				    UPDATE %1$s.message m SET attempts = m.attempts + 1, claim_open = true, claimed_at = now()
+				      FROM chosen l
+				     WHERE m.id = l.id AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
+				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
+				              m.max_attempts, m.created_at, m.last_error
+				)
+				(SELECT l.id,
+				       CASE WHEN c.id IS NULL THEN pg_advisory_unlock(?, l.id::bit(32)::int4) END,
+				""" + CLAIMED_COLUMNS.formatted("c.attempts") + """
+				  FROM locked l
+				  LEFT JOIN claimed c ON c.id = l.id
+				""" + POLICY_JOINS + """
+				 ORDER BY c.priority, c.visible_at, l.id)
+				""" + NEXT_DUE.formatted("locked")).formatted(s);
+
+		// The transactional claim with a header filter: 1 queue, 2 queue, 3 queue, 4 queue, 5 filter
+		// alternatives (jsonb[]), 6 window, 7 namespace, 8 batch size, 9 queue, 10 payload limit,
+		// 11 queue. Shaped as the transactional claim, the filter tested before the lock as above.
+		this.filteredTransactionalClaim = ("""
+				""" + PRIORITIES + """
+				candidates AS MATERIALIZED (
+				    SELECT c.id, (c.claim_open AND c.claimed_at > pg_postmaster_start_time())
+				                 OR %1$s.locker_aborted(c.xmax) AS suspect
+				      FROM priorities p
+				     CROSS JOIN LATERAL (
+				            SELECT m.id, m.xmax, m.claim_open, m.claimed_at
+				              FROM %1$s.message m
+				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
+				""" + HEADER_FILTER + GROUP_HEAD + """
+				             ORDER BY m.visible_at, m.id
+				             LIMIT ?) c
+				     WHERE pg_try_advisory_xact_lock(?, c.id::bit(32)::int4)
+				     LIMIT ?
+				),
+				claimed AS (
+				    SELECT m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
+				           m.max_attempts, m.created_at, m.last_error
+				      FROM %1$s.message m
+				     WHERE m.id = ANY (ARRAY(SELECT id FROM candidates WHERE NOT suspect))
+				       AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
+				       AND NOT (m.claim_open AND m.claimed_at > pg_postmaster_start_time())
+				       FOR UPDATE OF m SKIP LOCKED
+				)
+				(SELECT c.id, false,
+				""" + CLAIMED_COLUMNS.formatted("c.attempts + 1") + """
+				  FROM claimed c
+				""" + POLICY_JOINS + """
+				 ORDER BY c.priority, c.visible_at, c.id)
+				UNION ALL
+				SELECT id, true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+				  FROM candidates WHERE suspect
+				""" + NEXT_DUE.formatted("candidates")).formatted(s);
+
 		this.backendPid = "SELECT pg_backend_pid()";
 
 		// 1 queue.
@@ -709,6 +803,14 @@ public final class QueueSql {
 
 	public String claimById() {
 		return this.claimById;
+	}
+
+	public String filteredClaim() {
+		return this.filteredClaim;
+	}
+
+	public String filteredTransactionalClaim() {
+		return this.filteredTransactionalClaim;
 	}
 
 	/** The validated schema name. */

@@ -15,6 +15,7 @@ import javax.sql.DataSource;
 import io.github.pgqueue.QueueException;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.internal.ClaimedMessage;
+import io.github.pgqueue.internal.HeaderFilter;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ListenerMetrics.Outcome;
 import io.github.pgqueue.internal.ListenerMetrics;
@@ -71,6 +72,9 @@ final class TransactionalConsumption implements Consumption {
 
 	private final BooleanSupplier running;
 
+	/** The listener's header filter; null when it takes every message. */
+	private final HeaderFilter filter;
+
 	/** The session that counts and holds suspects; opened at the first one. */
 	private ConsumerSession session;
 
@@ -87,6 +91,7 @@ final class TransactionalConsumption implements Consumption {
 		this.batchSize = endpoint.batchSize();
 		this.timeout = endpoint.transactionTimeout();
 		this.running = running;
+		this.filter = endpoint.headerFilter();
 		this.transactions = new TransactionTemplate(transactionManager);
 		this.transactions.setName("pgqueue-" + endpoint.id());
 		this.transactions.setTimeout((int) Math.max(1, (this.timeout.toMillis() + 999) / 1000));
@@ -279,6 +284,9 @@ final class TransactionalConsumption implements Consumption {
 	}
 
 	private Batch claim(String queue, Connection connection) {
+		if (this.filter != null) {
+			return claimMatching(queue, connection);
+		}
 		Batch batch = new Batch();
 		try (PreparedStatement ps = connection.prepareStatement(this.sql.transactionalClaim())) {
 			ps.setString(1, queue);
@@ -309,6 +317,47 @@ final class TransactionalConsumption implements Consumption {
 		catch (SQLException ex) {
 			throw new QueueException("Could not claim from queue '" + queue + "' in a transaction: " + ex.getMessage(),
 					ex);
+		}
+		batch.claimed = batch.messages.size();
+		return batch;
+	}
+
+	/**
+	 * Claims as {@link #claim} does, only messages whose headers match the filter: the filtered
+	 * statement takes the filter as parameter 5, the others follow in the same order.
+	 */
+	private Batch claimMatching(String queue, Connection connection) {
+		Batch batch = new Batch();
+		try (PreparedStatement ps = connection.prepareStatement(this.sql.filteredTransactionalClaim())) {
+			ps.setString(1, queue);
+			ps.setString(2, queue);
+			ps.setString(3, queue);
+			ps.setString(4, queue);
+			ps.setArray(5, connection.createArrayOf("text", this.filter.documents()));
+			ps.setInt(6, this.batchSize + QueueSql.CLAIM_WINDOW);
+			ps.setInt(7, this.namespace);
+			ps.setInt(8, this.batchSize);
+			ps.setString(9, queue);
+			ps.setInt(10, this.maxPayloadBytes);
+			ps.setString(11, queue);
+			try (ResultSet rs = ps.executeQuery()) {
+				while (rs.next()) {
+					if (rs.getObject(1) == null) {
+						long ms = rs.getLong(15);
+						batch.nextVisibleIn = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, ms));
+					}
+					else if (rs.getBoolean(2)) {
+						batch.suspects.add(rs.getLong(1));
+					}
+					else {
+						batch.messages.add(ConsumerSession.read(queue, rs));
+					}
+				}
+			}
+		}
+		catch (SQLException ex) {
+			throw new QueueException("Could not claim from queue '" + queue + "' (filter '" + this.filter
+					+ "') in a transaction: " + ex.getMessage(), ex);
 		}
 		batch.claimed = batch.messages.size();
 		return batch;

@@ -74,6 +74,7 @@ public final class BenchmarkMain {
 			case "idle-cost" -> new IdleCostScenario(context).run();
 			case "churn" -> new ChurnScenario(context).run();
 			case "memory" -> new MemoryScenario(context).run();
+			case "filter" -> new FilterScenario(context).run();
 			default -> throw new IllegalArgumentException("Unknown scenario " + scenario);
 		}
 	}

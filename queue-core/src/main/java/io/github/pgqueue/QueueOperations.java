@@ -51,6 +51,15 @@ public interface QueueOperations {
 	<T> Optional<Lease<T>> receive(String queue, Type payloadType);
 
 	/**
+	 * Claims the next visible message of {@code queue} whose headers match {@code filter}, holding
+	 * it as {@link #receive(String, Class)} does; messages the filter rejects are left untouched (not
+	 * locked, no attempt counted). The filter language: {@code name = 'value'},
+	 * {@code name in ('a', 'b')}, and {@code and} of those; see the README.
+	 * @throws IllegalArgumentException if the filter is not valid, saying where
+	 */
+	<T> Optional<Lease<T>> receive(String queue, String filter, Class<T> payloadType);
+
+	/**
 	 * Claims message {@code id} of {@code queue}, holding it as {@link #receive(String, Class)}
 	 * does, if it is visible and free; empty if it is held by a consumer, delayed, not its FIFO
 	 * group's head, or gone (or was dead-lettered now, having used up its attempts).

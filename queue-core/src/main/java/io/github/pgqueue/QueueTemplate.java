@@ -17,6 +17,7 @@ import javax.sql.DataSource;
 
 import io.github.pgqueue.internal.ClaimedMessage;
 import io.github.pgqueue.internal.ConsumerSession;
+import io.github.pgqueue.internal.HeaderFilter;
 import io.github.pgqueue.internal.Headers;
 
 import io.github.pgqueue.internal.QueueSql;
@@ -262,13 +263,23 @@ public final class QueueTemplate implements QueueOperations {
 	}
 
 	@Override
-	@SuppressWarnings("unchecked")
 	public <T> Optional<Lease<T>> receive(String queue, Type payloadType) {
+		return receive(queue, (HeaderFilter) null, payloadType);
+	}
+
+	@Override
+	public <T> Optional<Lease<T>> receive(String queue, String filter, Class<T> payloadType) {
+		Objects.requireNonNull(filter, "filter");
+		return receive(queue, HeaderFilter.parse(filter), payloadType);
+	}
+
+	@SuppressWarnings("unchecked")
+	private <T> Optional<Lease<T>> receive(String queue, HeaderFilter filter, Type payloadType) {
 		QueueNames.requireQueue(queue);
 		ConsumerSession session = openSession();
 		try {
 			for (int i = 0; i < RECEIVE_ATTEMPTS; i++) {
-				ConsumerSession.Claim claim = session.claim(queue, 1);
+				ConsumerSession.Claim claim = session.claim(queue, 1, true, filter);
 				List<ClaimedMessage> claimed = claim.messages();
 				if (claimed.isEmpty()) {
 					if (claim.deadLettered() > 0) {

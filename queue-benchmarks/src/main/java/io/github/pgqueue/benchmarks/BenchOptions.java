@@ -14,7 +14,7 @@ import java.util.Set;
 record BenchOptions(boolean quick, Set<String> scenarios, Duration steady, Duration churn, double steadyRate) {
 
 	static final List<String> ALL = List.of("send", "send-batch", "drain", "latency-idle", "delayed", "steady",
-			"backlog", "idle-cost", "churn", "pressure", "memory");
+			"backlog", "idle-cost", "churn", "pressure", "filter", "memory");
 
 	static final List<String> QUICK = List.of("send", "send-batch", "drain", "latency-idle");
 

@@ -75,6 +75,7 @@ public final class BenchmarkMain {
 			case "churn" -> new ChurnScenario(context).run();
 			case "pressure" -> new PressureScenario(context).run();
 			case "memory" -> new MemoryScenario(context).run();
+			case "filter" -> new FilterScenario(context).run();
 			default -> throw new IllegalArgumentException("Unknown scenario " + scenario);
 		}
 	}

@@ -149,23 +149,36 @@ public final class ConsumerSession implements AutoCloseable {
 	 * time: if it is what kills the process, nothing else of that kind dies with it.
 	 */
 	public Claim claim(String queue, int max, boolean mayTakeOpen) {
+		return claim(queue, max, mayTakeOpen, null);
+	}
+
+	/**
+	 * Claims like {@link #claim(String, int, boolean)}, only messages whose headers match
+	 * {@code filter} (all when it is null). A message the filter rejects is not locked, not counted
+	 * and not written.
+	 */
+	public Claim claim(String queue, int max, boolean mayTakeOpen, HeaderFilter filter) {
 		if (!this.held.isEmpty()) {
 			throw new IllegalStateException("Session " + this.backendPid + " still holds " + this.held
 					+ "; complete them before claiming more");
 		}
 		checkNotLost();
 		this.claimedQueue = queue;
-		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.claim(max))) {
-			ps.setString(1, queue);
-			ps.setString(2, queue);
-			ps.setString(3, queue);
-			ps.setString(4, queue);
-			ps.setBoolean(5, mayTakeOpen);
-			ps.setInt(6, this.namespace);
-			ps.setString(7, queue);
-			ps.setInt(8, this.namespace);
-			ps.setInt(9, this.maxPayloadBytes);
-			ps.setString(10, queue);
+		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.claim(max, filter != null))) {
+			int i = 0;
+			ps.setString(++i, queue);
+			ps.setString(++i, queue);
+			ps.setString(++i, queue);
+			ps.setString(++i, queue);
+			ps.setBoolean(++i, mayTakeOpen);
+			if (filter != null) {
+				ps.setArray(++i, this.connection.createArrayOf("text", filter.documents()));
+			}
+			ps.setInt(++i, this.namespace);
+			ps.setString(++i, queue);
+			ps.setInt(++i, this.namespace);
+			ps.setInt(++i, this.maxPayloadBytes);
+			ps.setString(++i, queue);
 			return readClaim(queue, ps);
 		}
 		catch (SQLException ex) {

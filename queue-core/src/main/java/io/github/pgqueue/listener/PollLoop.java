@@ -98,7 +98,7 @@ final class PollLoop implements Runnable {
 		ProcessObservation observation = ProcessObservation.of(observationRegistry, observationConvention, endpoint.id());
 		return new PollLoop(endpoint, (running) -> new SessionConsumption(
 				new Dispatcher(endpoint, converter, running, observation), sessions, metrics, endpoint.batchSize(),
-				running), leader, wakeSiblings, paused);
+				running, endpoint.headerFilter()), leader, wakeSiblings, paused);
 	}
 
 	/**

@@ -8,6 +8,7 @@ import java.util.Objects;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueNames;
+import io.github.pgqueue.internal.HeaderFilter;
 
 /**
  * Everything a container needs to consume queues for one listener.
@@ -26,14 +27,25 @@ import io.github.pgqueue.QueueNames;
  * @param batchListener what handles each claimed batch at once, instead of {@code listener}
  * @param observationEnabled whether each handler call is observed as {@code pgqueue.process} in the
  * template's observation registry, continuing the trace whose context the message's headers carry
+ * @param filter which messages it takes, by their headers ({@code type = 'welcome'},
+ * {@code region in ('eu', 'us')}, {@code and} of those); null or blank for all
  */
 public record QueueListenerEndpoint(String id, List<String> queues, int concurrency, AckMode ackMode,
 		boolean autoStartup, Type payloadType, QueueMessageListener listener, QueueErrorHandler errorHandler,
 		int batchSize, Duration pollInterval, ConsumptionMode mode, Duration transactionTimeout,
-		QueueBatchListener batchListener, boolean observationEnabled) {
+		QueueBatchListener batchListener, boolean observationEnabled, String filter) {
 
 	/** The transaction timeout unless configured otherwise. */
 	public static final Duration DEFAULT_TRANSACTION_TIMEOUT = Duration.ofSeconds(30);
+
+	/** An endpoint that takes every message of its queues. */
+	public QueueListenerEndpoint(String id, List<String> queues, int concurrency, AckMode ackMode, boolean autoStartup,
+			Type payloadType, QueueMessageListener listener, QueueErrorHandler errorHandler, int batchSize,
+			Duration pollInterval, ConsumptionMode mode, Duration transactionTimeout, QueueBatchListener batchListener,
+			boolean observationEnabled) {
+		this(id, queues, concurrency, ackMode, autoStartup, payloadType, listener, errorHandler, batchSize,
+				pollInterval, mode, transactionTimeout, batchListener, observationEnabled, null);
+	}
 
 	/** An endpoint whose listener handles one message at a time, without observation. */
 	public QueueListenerEndpoint(String id, List<String> queues, int concurrency, AckMode ackMode, boolean autoStartup,
@@ -67,7 +79,19 @@ public record QueueListenerEndpoint(String id, List<String> queues, int concurre
 	public QueueListenerEndpoint withObservationEnabled(boolean observationEnabled) {
 		return new QueueListenerEndpoint(this.id, this.queues, this.concurrency, this.ackMode, this.autoStartup,
 				this.payloadType, this.listener, this.errorHandler, this.batchSize, this.pollInterval, this.mode,
-				this.transactionTimeout, this.batchListener, observationEnabled);
+				this.transactionTimeout, this.batchListener, observationEnabled, this.filter);
+	}
+
+	/** This endpoint taking only the messages whose headers match {@code filter} (null or blank: all). */
+	public QueueListenerEndpoint withFilter(String filter) {
+		return new QueueListenerEndpoint(this.id, this.queues, this.concurrency, this.ackMode, this.autoStartup,
+				this.payloadType, this.listener, this.errorHandler, this.batchSize, this.pollInterval, this.mode,
+				this.transactionTimeout, this.batchListener, this.observationEnabled, filter);
+	}
+
+	/** The parsed filter, or null when the endpoint takes every message. */
+	HeaderFilter headerFilter() {
+		return HeaderFilter.parse(this.filter, " of listener '" + this.id + "'");
 	}
 
 	public QueueListenerEndpoint {
@@ -104,6 +128,7 @@ public record QueueListenerEndpoint(String id, List<String> queues, int concurre
 					+ "automatically (ackMode AUTO), not " + ackMode);
 		}
 		Objects.requireNonNull(errorHandler, "errorHandler");
+		HeaderFilter.parse(filter, " of listener '" + id + "'"); // fails here, at startup, if it is not valid
 	}
 
 	/** Whether the listener handles each claimed batch at once. */

@@ -7,6 +7,7 @@ import java.util.function.Supplier;
 
 import io.github.pgqueue.LeaseLostException;
 import io.github.pgqueue.internal.ClaimedMessage;
+import io.github.pgqueue.internal.HeaderFilter;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ListenerMetrics.Outcome;
 import io.github.pgqueue.internal.ListenerMetrics;
@@ -36,8 +37,17 @@ final class SessionConsumption implements Consumption {
 
 	private ConsumerSession session;
 
+	/** The listener's header filter; null when it takes every message. */
+	private final HeaderFilter filter;
+
 	SessionConsumption(Dispatcher dispatcher, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
 			int batchSize, BooleanSupplier running) {
+		this(dispatcher, sessions, metrics, batchSize, running, null);
+	}
+
+	SessionConsumption(Dispatcher dispatcher, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
+			int batchSize, BooleanSupplier running, HeaderFilter filter) {
+		this.filter = filter;
 		this.dispatcher = dispatcher;
 		this.sessions = sessions;
 		this.metrics = metrics;
@@ -50,7 +60,7 @@ final class SessionConsumption implements Consumption {
 		if (this.session == null) {
 			this.session = this.sessions.get();
 		}
-		ConsumerSession.Claim claim = this.session.claim(queue, this.batchSize, mayTakeSuspects);
+		ConsumerSession.Claim claim = this.session.claim(queue, this.batchSize, mayTakeSuspects, this.filter);
 		this.metrics.processed(queue, Outcome.DEAD, claim.deadLettered());
 		if (claim.messages().isEmpty()) {
 			return new Polled(0, false, claim.nextVisibleIn());

@@ -18,6 +18,7 @@ import javax.sql.DataSource;
 import io.github.pgqueue.QueueException;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.internal.ClaimedMessage;
+import io.github.pgqueue.internal.HeaderFilter;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ListenerMetrics.Outcome;
 import io.github.pgqueue.internal.ListenerMetrics;
@@ -86,6 +87,9 @@ final class TransactionalConsumption implements Consumption {
 
 	private final BooleanSupplier running;
 
+	/** The listener's header filter; null when it takes every message. */
+	private final HeaderFilter filter;
+
 	/** The session that counts and holds suspects; opened at the first one. */
 	private ConsumerSession session;
 
@@ -108,10 +112,12 @@ final class TransactionalConsumption implements Consumption {
 		this.batchSize = endpoint.batchSize();
 		this.timeout = endpoint.transactionTimeout();
 		this.running = running;
+		this.filter = endpoint.headerFilter();
 		this.transactions = new TransactionTemplate(transactionManager);
 		this.transactions.setName("pgqueue-" + endpoint.id());
 		this.transactions.setTimeout((int) Math.max(1, (this.timeout.toMillis() + 999) / 1000));
-		this.claimThenSavepoint = this.sql.transactionalClaim(this.batchSize) + ";\nSAVEPOINT " + CLAIMED;
+		this.claimThenSavepoint = this.sql.transactionalClaim(this.batchSize, this.filter != null) + ";\nSAVEPOINT "
+				+ CLAIMED;
 	}
 
 	@Override
@@ -329,17 +335,22 @@ final class TransactionalConsumption implements Consumption {
 		return giveBack;
 	}
 
+	/** Claims a batch, only messages whose headers match the listener's filter if it has one. */
 	private Batch claim(String queue, Connection connection) {
 		Batch batch = new Batch();
 		try (PreparedStatement ps = connection.prepareStatement(this.claimThenSavepoint)) {
-			ps.setString(1, queue);
-			ps.setString(2, queue);
-			ps.setString(3, queue);
-			ps.setString(4, queue);
-			ps.setInt(5, this.namespace);
-			ps.setString(6, queue);
-			ps.setInt(7, this.maxPayloadBytes);
-			ps.setString(8, queue);
+			int i = 0;
+			ps.setString(++i, queue);
+			ps.setString(++i, queue);
+			ps.setString(++i, queue);
+			ps.setString(++i, queue);
+			if (this.filter != null) {
+				ps.setArray(++i, connection.createArrayOf("text", this.filter.documents()));
+			}
+			ps.setInt(++i, this.namespace);
+			ps.setString(++i, queue);
+			ps.setInt(++i, this.maxPayloadBytes);
+			ps.setString(++i, queue);
 			ps.execute();
 			try (ResultSet rs = ps.getResultSet()) {
 				while (rs.next()) {
@@ -357,8 +368,9 @@ final class TransactionalConsumption implements Consumption {
 			}
 		}
 		catch (SQLException ex) {
-			throw new QueueException("Could not claim from queue '" + queue + "' in a transaction: " + ex.getMessage(),
-					ex);
+			throw new QueueException("Could not claim from queue '" + queue + "'"
+					+ ((this.filter != null) ? " (filter '" + this.filter + "')" : "") + " in a transaction: "
+					+ ex.getMessage(), ex);
 		}
 		batch.claimed = batch.messages.size();
 		return batch;

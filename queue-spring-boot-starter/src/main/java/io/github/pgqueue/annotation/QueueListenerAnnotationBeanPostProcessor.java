@@ -169,12 +169,14 @@ public class QueueListenerAnnotationBeanPostProcessor
 				return QueueListenerEndpoint.batch(id, queues, concurrency, Boolean.parseBoolean(autoStartup),
 						found.invoker().payloadType(), found.invoker(), errorHandler(where, annotation),
 						defaults.batchSize(), defaults.pollInterval(), consumption.mode(),
-						consumption.transactionTimeout()).withObservationEnabled(defaults.observationEnabled());
+						consumption.transactionTimeout()).withObservationEnabled(defaults.observationEnabled())
+						.withFilter(resolve(annotation.filter()));
 			}
 			return new QueueListenerEndpoint(id, queues, concurrency, annotation.ackMode(),
 					Boolean.parseBoolean(autoStartup), found.invoker().payloadType(), found.invoker(),
 					errorHandler(where, annotation), defaults.batchSize(), defaults.pollInterval(),
-					consumption.mode(), consumption.transactionTimeout()).withObservationEnabled(defaults.observationEnabled());
+					consumption.mode(), consumption.transactionTimeout()).withObservationEnabled(defaults.observationEnabled())
+					.withFilter(resolve(annotation.filter()));
 		}
 		catch (IllegalArgumentException ex) {
 			throw new IllegalStateException(where + " is invalid: " + ex.getMessage(), ex);

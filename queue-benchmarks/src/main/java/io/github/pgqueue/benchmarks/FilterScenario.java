@@ -1,0 +1,247 @@
+package io.github.pgqueue.benchmarks;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
+
+import io.github.pgqueue.AckMode;
+import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.SendOptions;
+import io.github.pgqueue.internal.HeaderFilter;
+import io.github.pgqueue.internal.QueueSql;
+import io.github.pgqueue.listener.DefaultQueueErrorHandler;
+import io.github.pgqueue.listener.QueueListenerEndpoint;
+import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
+
+/**
+ * {@code filter}: a listener with a header filter drains the 1 % of a 100 000-message backlog that
+ * it matches (every hundredth message, the others stay), in both modes, with the GIN index on
+ * headers and without it; the baseline is an unfiltered listener draining the same 1 000 messages
+ * alone in their queue. Also the cost of that index to senders: single sends and batches of 100,
+ * with and without it, alternated. Writes the plan of the filtered claim (custom and generic).
+ */
+final class FilterScenario {
+
+	private static final String QUEUE = "filter-bench";
+
+	private static final String INDEX = "pgqueue.message_headers_idx";
+
+	private static final String FILTER = "type = 'match'";
+
+	private static final int BACKLOG = 100_000;
+
+	private static final int MATCHING = BACKLOG / 100;
+
+	private static final int CONCURRENCY = 4;
+
+	private static final int BATCH = PgQueueSystem.DEFAULT_BATCH_SIZE;
+
+	private static final Duration CAP = Duration.ofSeconds(120);
+
+	private final BenchContext context;
+
+	private final QueueTemplate template;
+
+	FilterScenario(BenchContext context) {
+		this.context = context;
+		this.template = QueueTemplate.builder(context.database().appPool()).build();
+	}
+
+	void run() {
+		sendCost();
+		for (boolean indexed : List.of(true, false)) {
+			setIndex(indexed);
+			for (ConsumptionMode mode : ConsumptionMode.values()) {
+				String system = systemName(mode) + (indexed ? "" : "-no-index");
+				load(true);
+				if (mode == ConsumptionMode.SESSION) {
+					explain(indexed ? "index" : "no-index");
+				}
+				drain("filter", system, mode, FILTER);
+			}
+		}
+		setIndex(true);
+		for (ConsumptionMode mode : ConsumptionMode.values()) {
+			load(false);
+			drain("filter", systemName(mode) + "-unfiltered-alone", mode, null);
+		}
+		this.context.database().execute("TRUNCATE pgqueue.message");
+		this.context.results().ratios("filter");
+		for (ConsumptionMode mode : ConsumptionMode.values()) {
+			String name = systemName(mode);
+			this.context.results()
+				.ratio("scenario=filter system=" + name + " filtered/unfiltered-alone="
+						+ ratio("filter", name, name + "-unfiltered-alone") + " index/no-index="
+						+ ratio("filter", name, name + "-no-index"));
+		}
+		this.context.results()
+			.ratio("scenario=filter-send index/no-index single=" + ratio("filter-send", "pgqueue", "pgqueue-no-index")
+					+ " batch100=" + ratio("filter-send-batch", "pgqueue", "pgqueue-no-index"));
+	}
+
+	private static String systemName(ConsumptionMode mode) {
+		return (mode == ConsumptionMode.TRANSACTIONAL) ? "pgqueue-tx" : "pgqueue";
+	}
+
+	private String ratio(String scenario, String mine, String theirs) {
+		return Results.ratio(rate(scenario, mine) / rate(scenario, theirs));
+	}
+
+	private double rate(String scenario, String system) {
+		return this.context.results().rows().stream()
+			.filter((row) -> row.scenario().equals(scenario) && row.system().equals(system))
+			.mapToDouble(BenchRow::msgsPerSecond)
+			.findFirst()
+			.orElse(Double.NaN);
+	}
+
+	/** Single sends (1 thread) and batches of 100 with two headers, with and without the index, alternated. */
+	private void sendCost() {
+		int singles = this.context.options().quick() ? 3_000 : 10_000;
+		int batches = this.context.options().quick() ? 100 : 300;
+		SendOptions options = SendOptions.builder().header("type", "other").header("tenant", "t7").build();
+		long[] singleNanos = new long[2];
+		long[] batchNanos = new long[2];
+		List<Integer> payloads = java.util.stream.IntStream.range(0, 100).boxed().toList();
+		for (int round = 0; round < 4; round++) {
+			boolean indexed = round % 2 == 0;
+			setIndex(indexed);
+			this.context.database().execute("TRUNCATE pgqueue.message");
+			int slot = indexed ? 0 : 1;
+			long started = System.nanoTime();
+			for (int i = 0; i < singles / 2; i++) {
+				this.template.send(QUEUE, i, options);
+			}
+			singleNanos[slot] += System.nanoTime() - started;
+			started = System.nanoTime();
+			for (int i = 0; i < batches / 2; i++) {
+				this.template.sendBatch(QUEUE, payloads, options);
+			}
+			batchNanos[slot] += System.nanoTime() - started;
+		}
+		setIndex(true);
+		for (int slot = 0; slot < 2; slot++) {
+			String system = (slot == 0) ? "pgqueue" : "pgqueue-no-index";
+			this.context.results()
+				.add(BenchRow.throughput("filter-send", system, 1, "1", singles, singles / (singleNanos[slot] / 1e9)));
+			this.context.results()
+				.add(BenchRow.throughput("filter-send-batch", system, 1, "100", batches * 100L,
+						batches * 100L / (batchNanos[slot] / 1e9)));
+		}
+	}
+
+	private void setIndex(boolean present) {
+		this.context.database()
+			.execute(present ? "CREATE INDEX IF NOT EXISTS message_headers_idx ON pgqueue.message USING gin (headers jsonb_path_ops)"
+					: "DROP INDEX IF EXISTS " + INDEX);
+	}
+
+	/** The backlog: 100 000 messages of which every hundredth matches, or only the 1 000 matching ones. */
+	private void load(boolean withOthers) {
+		this.context.database().execute("TRUNCATE pgqueue.message");
+		this.context.database().admin().update("""
+				INSERT INTO pgqueue.message (queue, payload, headers)
+				SELECT ?, '{"n": -1}'::jsonb,
+				       CASE WHEN g % 100 = 0 THEN '{"type": "match", "tenant": "t1"}'::jsonb
+				            ELSE jsonb_build_object('type', 'other', 'tenant', 't' || (g % 50)) END
+				  FROM generate_series(1, ?) g
+				 WHERE ? OR g % 100 = 0""", QUEUE, BACKLOG, withOthers);
+		this.context.database().vacuumAnalyze("pgqueue.message");
+	}
+
+	private void drain(String scenario, String system, ConsumptionMode mode, String filter) {
+		LongAdder handled = new LongAdder();
+		QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+				this.context.database().consumerPool(), Duration.ofSeconds(10));
+		registry.registerListenerEndpoint(new QueueListenerEndpoint("filter-bench", List.of(QUEUE), CONCURRENCY,
+				AckMode.AUTO, true, Tick.class, (message, ack) -> handled.increment(), new DefaultQueueErrorHandler(),
+				BATCH, PgQueueSystem.POLL_INTERVAL, mode, QueueListenerEndpoint.DEFAULT_TRANSACTION_TIMEOUT)
+			.withFilter(filter));
+		long started = System.nanoTime();
+		long deadline = started + CAP.toNanos();
+		long finished;
+		registry.start();
+		try {
+			do {
+				BenchContext.pause(2);
+				finished = System.nanoTime();
+			}
+			while (handled.sum() < MATCHING && finished < deadline);
+		}
+		finally {
+			registry.stop();
+		}
+		long left = this.context.database().queryLong("SELECT count(*) FROM pgqueue.message WHERE queue = ?", QUEUE);
+		double seconds = (finished - started) / 1e9;
+		this.context.results()
+			.add(BenchRow.throughput(scenario, system, CONCURRENCY, String.valueOf(BATCH), handled.sum(),
+					handled.sum() / seconds)
+				.with("backlog", (filter != null) ? BACKLOG : MATCHING)
+				.with("drain_ms", seconds * 1000)
+				.with("left", left));
+	}
+
+	/** Writes EXPLAIN (ANALYZE, BUFFERS) of the filtered session claim of one batch, custom and generic plan. */
+	private void explain(String label) {
+		QueueSql sql = new QueueSql("pgqueue");
+		StringBuilder plan = new StringBuilder();
+		try (Connection connection = this.context.database().adminPool().getConnection()) {
+			int namespace;
+			try (Statement statement = connection.createStatement();
+					ResultSet rs = statement.executeQuery(sql.namespace())) {
+				rs.next();
+				namespace = rs.getInt(1);
+			}
+			// EXPLAIN ANALYZE runs the claim: its attempt counts are rolled back, its session locks released.
+			connection.setAutoCommit(false);
+			for (String planMode : List.of("force_custom_plan", "force_generic_plan")) {
+				try (Statement statement = connection.createStatement()) {
+					statement.execute("SET LOCAL plan_cache_mode = " + planMode);
+				}
+				plan.append("-- ").append(planMode).append('\n');
+				try (PreparedStatement ps = connection
+					.prepareStatement("EXPLAIN (ANALYZE, BUFFERS) " + sql.claim(BATCH, true))) {
+					ps.setString(1, QUEUE);
+					ps.setString(2, QUEUE);
+					ps.setString(3, QUEUE);
+					ps.setString(4, QUEUE);
+					ps.setBoolean(5, true);
+					ps.setArray(6, connection.createArrayOf("text", HeaderFilter.parse(FILTER).documents()));
+					ps.setInt(7, namespace);
+					ps.setString(8, QUEUE);
+					ps.setInt(9, namespace);
+					ps.setInt(10, 1 << 20);
+					ps.setString(11, QUEUE);
+					try (ResultSet rs = ps.executeQuery()) {
+						while (rs.next()) {
+							plan.append(rs.getString(1)).append('\n');
+						}
+					}
+				}
+				connection.rollback();
+				try (Statement statement = connection.createStatement()) {
+					statement.execute("SELECT pg_advisory_unlock_all()");
+				}
+			}
+			connection.setAutoCommit(true);
+			Files.createDirectories(this.context.outputDirectory());
+			Files.writeString(this.context.outputDirectory().resolve("explain-filter-claim-" + label + ".txt"), plan);
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException("Could not explain the filtered claim", ex);
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException(ex);
+		}
+	}
+
+}

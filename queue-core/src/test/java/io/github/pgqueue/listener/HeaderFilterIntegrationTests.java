@@ -1,0 +1,168 @@
+package io.github.pgqueue.listener;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.pgqueue.AckMode;
+import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.SendOptions;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.PostgresExtension;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Listeners with header filters, in both modes: each takes only the messages its filter matches,
+ * and the others stay in the queue untouched (no lock, no attempt, no write).
+ */
+@ExtendWith(PostgresExtension.class)
+class HeaderFilterIntegrationTests {
+
+	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
+
+	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
+
+	private final HikariDataSource app = this.postgres.pool("filter-app", 8);
+
+	private final HikariDataSource consumerPool = this.postgres.pool("filter-consumers", 16);
+
+	private final QueueTemplate template = QueueTemplate.builder(this.app).build();
+
+	private QueueListenerEndpointRegistry registry;
+
+	@AfterEach
+	void stop() {
+		if (this.registry != null) {
+			this.registry.stop();
+		}
+		this.consumerPool.close();
+		this.app.close();
+	}
+
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void listenersWithDisjointFiltersEachHandleTheirMessagesExactlyOnceAndLeaveTheRestUntouched(ConsumptionMode mode) {
+		String queue = "filter-" + mode.name().toLowerCase(Locale.ROOT);
+		List<String> kinds = List.of("a", "b", "c", "d");
+		for (int i = 0; i < 800; i++) {
+			this.template.send(queue, i, SendOptions.builder().header("kind", kinds.get(i % 4)).priority(i % 3).build());
+		}
+		Map<Long, String> handledBy = new ConcurrentHashMap<>();
+		AtomicInteger duplicates = new AtomicInteger();
+		AtomicInteger wrong = new AtomicInteger();
+		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		register(queue, "kind = 'a'", mode, List.of("a"), handledBy, duplicates, wrong);
+		register(queue, "kind in ('b', 'c')", mode, List.of("b", "c"), handledBy, duplicates, wrong);
+		this.registry.start();
+
+		await().atMost(Duration.ofSeconds(60)).until(() -> handledBy.size() >= 600 && count(queue) == 200);
+		assertThat(duplicates).hasValue(0);
+		assertThat(wrong).hasValue(0);
+		assertThat(handledBy).hasSize(600);
+		assertThat(this.jdbc.queryForList("SELECT DISTINCT headers->>'kind' FROM pgqueue.message WHERE queue = ?",
+				String.class, queue)).containsExactly("d");
+		assertThat(this.jdbc.queryForObject("""
+				SELECT count(*) FROM pgqueue.message
+				 WHERE queue = ? AND (attempts <> 0 OR claim_open OR last_error IS NOT NULL OR claimed_at IS NOT NULL)""",
+				Integer.class, queue)).as("rejected messages written").isZero();
+		this.registry.stop();
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	private void register(String queue, String filter, ConsumptionMode mode, List<String> accepted,
+			Map<Long, String> handledBy, AtomicInteger duplicates, AtomicInteger wrong) {
+		String id = queue + "-" + accepted.get(0);
+		QueueMessageListener listener = (message, ack) -> {
+			if (handledBy.putIfAbsent(message.id(), id) != null) {
+				duplicates.incrementAndGet();
+			}
+			if (!accepted.contains(message.headers().get("kind"))) {
+				wrong.incrementAndGet();
+			}
+		};
+		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(id, List.of(queue), 4, AckMode.AUTO, true,
+				Integer.class, listener, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode,
+				Duration.ofSeconds(30)).withFilter(filter));
+	}
+
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void aFilteredBatchLocksOnlyTheMessagesItTakesAndRespectsPrioritiesAndGroups(ConsumptionMode mode) {
+		String queue = "filter-locks-" + mode.name().toLowerCase(Locale.ROOT);
+		List<Integer> order = new java.util.concurrent.CopyOnWriteArrayList<>();
+		AtomicInteger mostLocks = new AtomicInteger();
+		QueueBatchListener listener = (messages) -> {
+			mostLocks.accumulateAndGet(advisoryLocks(), Math::max);
+			messages.forEach((message) -> order.add((Integer) message.payload()));
+		};
+		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.batch(queue, List.of(queue), 1, true,
+				Integer.class, listener, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode,
+				Duration.ofSeconds(30)).withFilter("kind in ('x', 'y', 'z')"));
+		this.registry.start();
+		// Claims enough for the driver and the server to switch to a generic plan, which does not
+		// know the filter's size: with the filter in the lock's WHERE clause, that plan would lock first.
+		for (int i = 0; i < 12; i++) {
+			this.template.send(queue, 0, SendOptions.builder().header("kind", "y").build());
+			int handled = i + 1;
+			await().atMost(Duration.ofSeconds(10)).until(() -> order.size() == handled);
+		}
+		order.clear();
+		mostLocks.set(0);
+		// 50 rejected messages ahead of every match, in the claim index's order
+		for (int i = 0; i < 50; i++) {
+			this.template.send(queue, -1, SendOptions.builder().header("kind", "other").build());
+		}
+		// a group whose head the filter rejects: its matching second message is not the head, so not taken
+		this.template.send(queue, -2, SendOptions.builder().header("kind", "other").group("g").build());
+		this.template.send(queue, -3, SendOptions.builder().header("kind", "x").group("g").build());
+		this.jdbc.update("""
+				INSERT INTO pgqueue.message (queue, payload, headers, priority)
+				VALUES (?, '3', '{"kind": "x"}', 2), (?, '1', '{"kind": "z"}', 0), (?, '2', '{"kind": "x"}', 1)""",
+				queue, queue, queue);
+		await().atMost(Duration.ofSeconds(30)).until(() -> order.size() >= 3);
+		assertThat(order).containsExactly(1, 2, 3);
+		assertThat(mostLocks.get()).as("advisory locks while the batch ran").isEqualTo(3);
+		assertThat(count(queue)).isEqualTo(52);
+		this.registry.stop();
+		assertThat(this.jdbc.queryForObject(
+				"SELECT count(*) FROM pgqueue.message WHERE queue = ? AND (attempts <> 0 OR claim_open)", Integer.class,
+				queue)).isZero();
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	@Test
+	void anInvalidFilterFailsTheEndpointNamingFilterAndListener() {
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> new QueueListenerEndpoint("mailer", List.of("emails"), 1, AckMode.AUTO, true,
+					Integer.class, (message, ack) -> {
+					}, new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(1)).withFilter("type == 'a'"))
+			.withMessage("filter 'type == 'a'' of listener 'mailer': expected a value: a string in single quotes "
+					+ "or a number at position 7");
+	}
+
+	private int count(String queue) {
+		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = ?", Integer.class, queue);
+	}
+
+	private int advisoryLocks() {
+		return this.jdbc.queryForObject("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2",
+				Integer.class);
+	}
+
+}

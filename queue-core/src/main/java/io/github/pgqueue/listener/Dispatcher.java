@@ -67,6 +67,12 @@ final class Dispatcher {
 	 * writes are rolled back). Any other exception fails every message the listener got.
 	 */
 	List<Delivery> deliverBatch(List<ClaimedMessage> messages, Timer timer, boolean partialAck) {
+		return (this.observation != null && !messages.isEmpty())
+				? this.observation.observeBatch(messages, () -> handleBatch(messages, timer, partialAck))
+				: handleBatch(messages, timer, partialAck);
+	}
+
+	private List<Delivery> handleBatch(List<ClaimedMessage> messages, Timer timer, boolean partialAck) {
 		List<Delivery> deliveries = new ArrayList<>(messages.size());
 		List<Delivery> handed = new ArrayList<>(messages.size());
 		List<QueueMessage<Object>> converted = new ArrayList<>(messages.size());
@@ -80,9 +86,11 @@ final class Dispatcher {
 			catch (PayloadConversionException ex) {
 				logger.warn("Listener '{}': message {} of queue '{}' cannot be converted; dead-lettering it: {}",
 						this.endpoint.id(), message.id(), message.queue(), ex.getMessage());
+				delivery.failure = ex;
 				delivery.deadLetter(ex.getMessage());
 			}
 			catch (Throwable ex) {
+				delivery.failure = ex;
 				fail(unread(message), message, ex, delivery);
 				delivery.fatal = (ex instanceof VirtualMachineError error) ? error : null;
 			}
@@ -96,7 +104,10 @@ final class Dispatcher {
 			handed.forEach((delivery) -> delivery.completion = Completion.ACK);
 		}
 		catch (Throwable ex) {
-			handed.forEach((delivery) -> delivery.thrown = true);
+			handed.forEach((delivery) -> {
+				delivery.thrown = true;
+				delivery.failure = ex;
+			});
 			if (interruptedByStop(ex)) {
 				logger.info("Listener '{}': batch handler was interrupted by the stop; giving its {} messages back",
 						this.endpoint.id(), handed.size());

@@ -10,11 +10,11 @@ import java.util.function.BooleanSupplier;
 
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.Acknowledgment;
+import io.github.pgqueue.MessageHeaders;
 import io.github.pgqueue.PayloadConversionException;
 import io.github.pgqueue.PayloadConverter;
 import io.github.pgqueue.QueueMessage;
 import io.github.pgqueue.internal.ClaimedMessage;
-import io.github.pgqueue.internal.Headers;
 import io.micrometer.core.instrument.Timer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -226,7 +226,7 @@ final class Dispatcher {
 
 	/** The message as the error handler sees it when its payload could not be read. */
 	private static QueueMessage<Object> unread(ClaimedMessage message) {
-		return new QueueMessage<>(message.id(), message.queue(), null, Headers.read(message.headersJson()),
+		return new QueueMessage<>(message.id(), message.queue(), null, MessageHeaders.read(message.headersJson()),
 				message.priority(), message.attempt(), message.maxAttempts(), message.createdAt());
 	}
 
@@ -272,7 +272,7 @@ final class Dispatcher {
 
 	private QueueMessage<Object> convert(ClaimedMessage message) {
 		Object payload = this.converter.read(message.payloadJson(), this.endpoint.payloadType());
-		return new QueueMessage<>(message.id(), message.queue(), payload, Headers.read(message.headersJson()),
+		return new QueueMessage<>(message.id(), message.queue(), payload, MessageHeaders.read(message.headersJson()),
 				message.priority(), message.attempt(), message.maxAttempts(), message.createdAt());
 	}
 

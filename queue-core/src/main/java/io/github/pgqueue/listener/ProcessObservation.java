@@ -5,14 +5,14 @@ import java.util.Map;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
+import io.github.pgqueue.MessageHeaders;
 import io.github.pgqueue.PayloadConversionException;
 import io.github.pgqueue.internal.ClaimedMessage;
-import io.github.pgqueue.internal.Headers;
 import io.github.pgqueue.observation.DefaultQueueProcessObservationConvention;
 import io.github.pgqueue.observation.QueueBatchProcessObservationContext;
 import io.github.pgqueue.observation.QueueObservation;
-import io.github.pgqueue.observation.QueueProcessObservationContext.Outcome;
 import io.github.pgqueue.observation.QueueProcessObservationContext;
+import io.github.pgqueue.observation.QueueProcessObservationContext.Outcome;
 import io.github.pgqueue.observation.QueueProcessObservationConvention;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
@@ -96,7 +96,7 @@ final class ProcessObservation {
 	 */
 	private static Map<String, String> carrier(ClaimedMessage message) {
 		try {
-			return Headers.read(message.headersJson());
+			return MessageHeaders.read(message.headersJson());
 		}
 		catch (PayloadConversionException ex) {
 			return Map.of();

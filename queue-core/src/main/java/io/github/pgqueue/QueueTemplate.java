@@ -18,7 +18,6 @@ import javax.sql.DataSource;
 import io.github.pgqueue.internal.ClaimedMessage;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.HeaderFilter;
-import io.github.pgqueue.internal.Headers;
 
 import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.observation.QueueSendObservationContext.Operation;
@@ -183,7 +182,7 @@ public final class QueueTemplate implements QueueOperations {
 			// sendBatch's parameters: 1 queue, 2 headers, 3 priority, 4 not-before, 5 delay, 6 max,
 			// 7 group, 8 payloads
 			ps.setString(1, queue);
-			ps.setString(2, Headers.write(headers));
+			ps.setString(2, MessageHeaders.write(headers));
 			ps.setInt(3, options.priority());
 			setNotBefore(ps, 4, options);
 			ps.setLong(5, options.delay().toMillis());
@@ -222,7 +221,7 @@ public final class QueueTemplate implements QueueOperations {
 			java.util.Map<String, String> headers) {
 		List<String> routedTo = write(exchange, () -> this.jdbc.execute(this.sql.publish(), (PreparedStatement ps) -> {
 			ps.setString(1, json);
-			ps.setString(2, Headers.write(headers));
+			ps.setString(2, MessageHeaders.write(headers));
 			ps.setInt(3, options.priority());
 			setNotBefore(ps, 4, options);
 			ps.setLong(5, options.delay().toMillis());
@@ -337,7 +336,7 @@ public final class QueueTemplate implements QueueOperations {
 	/** Converts a claimed row into the message a handler sees. */
 	static QueueMessage<Object> toQueueMessage(ClaimedMessage message, Type payloadType, PayloadConverter converter) {
 		Object payload = converter.read(message.payloadJson(), payloadType);
-		return new QueueMessage<>(message.id(), message.queue(), payload, Headers.read(message.headersJson()),
+		return new QueueMessage<>(message.id(), message.queue(), payload, MessageHeaders.read(message.headersJson()),
 				message.priority(), message.attempt(), message.maxAttempts(), message.createdAt());
 	}
 
@@ -581,7 +580,7 @@ public final class QueueTemplate implements QueueOperations {
 		// send's parameters: 1 queue, 2 payload, 3 headers, 4 priority, 5 not-before, 6 delay, 7 max,
 		// 8 group
 		ps.setString(queueIndex, queue);
-		ps.setString(3, Headers.write(headers));
+		ps.setString(3, MessageHeaders.write(headers));
 		ps.setInt(4, options.priority());
 		setNotBefore(ps, 5, options);
 		ps.setLong(6, options.delay().toMillis());

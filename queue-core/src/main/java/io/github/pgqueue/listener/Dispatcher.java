@@ -10,11 +10,11 @@ import java.util.function.BooleanSupplier;
 
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.Acknowledgment;
+import io.github.pgqueue.MessageHeaders;
 import io.github.pgqueue.PayloadConversionException;
 import io.github.pgqueue.PayloadConverter;
 import io.github.pgqueue.QueueMessage;
 import io.github.pgqueue.internal.ClaimedMessage;
-import io.github.pgqueue.internal.Headers;
 import io.micrometer.core.instrument.Timer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -67,6 +67,12 @@ final class Dispatcher {
 	 * writes are rolled back). Any other exception fails every message the listener got.
 	 */
 	List<Delivery> deliverBatch(List<ClaimedMessage> messages, Timer timer, boolean partialAck) {
+		return (this.observation != null && !messages.isEmpty())
+				? this.observation.observeBatch(messages, () -> handleBatch(messages, timer, partialAck))
+				: handleBatch(messages, timer, partialAck);
+	}
+
+	private List<Delivery> handleBatch(List<ClaimedMessage> messages, Timer timer, boolean partialAck) {
 		List<Delivery> deliveries = new ArrayList<>(messages.size());
 		List<Delivery> handed = new ArrayList<>(messages.size());
 		List<QueueMessage<Object>> converted = new ArrayList<>(messages.size());
@@ -80,9 +86,11 @@ final class Dispatcher {
 			catch (PayloadConversionException ex) {
 				logger.warn("Listener '{}': message {} of queue '{}' cannot be converted; dead-lettering it: {}",
 						this.endpoint.id(), message.id(), message.queue(), ex.getMessage());
+				delivery.failure = ex;
 				delivery.deadLetter(ex.getMessage());
 			}
 			catch (Throwable ex) {
+				delivery.failure = ex;
 				fail(unread(message), message, ex, delivery);
 				delivery.fatal = (ex instanceof VirtualMachineError error) ? error : null;
 			}
@@ -96,7 +104,10 @@ final class Dispatcher {
 			handed.forEach((delivery) -> delivery.completion = Completion.ACK);
 		}
 		catch (Throwable ex) {
-			handed.forEach((delivery) -> delivery.thrown = true);
+			handed.forEach((delivery) -> {
+				delivery.thrown = true;
+				delivery.failure = ex;
+			});
 			if (interruptedByStop(ex)) {
 				logger.info("Listener '{}': batch handler was interrupted by the stop; giving its {} messages back",
 						this.endpoint.id(), handed.size());
@@ -215,7 +226,7 @@ final class Dispatcher {
 
 	/** The message as the error handler sees it when its payload could not be read. */
 	private static QueueMessage<Object> unread(ClaimedMessage message) {
-		return new QueueMessage<>(message.id(), message.queue(), null, Headers.read(message.headersJson()),
+		return new QueueMessage<>(message.id(), message.queue(), null, MessageHeaders.read(message.headersJson()),
 				message.priority(), message.attempt(), message.maxAttempts(), message.createdAt());
 	}
 
@@ -261,7 +272,7 @@ final class Dispatcher {
 
 	private QueueMessage<Object> convert(ClaimedMessage message) {
 		Object payload = this.converter.read(message.payloadJson(), this.endpoint.payloadType());
-		return new QueueMessage<>(message.id(), message.queue(), payload, Headers.read(message.headersJson()),
+		return new QueueMessage<>(message.id(), message.queue(), payload, MessageHeaders.read(message.headersJson()),
 				message.priority(), message.attempt(), message.maxAttempts(), message.createdAt());
 	}
 

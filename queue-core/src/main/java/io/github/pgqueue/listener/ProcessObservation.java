@@ -1,15 +1,18 @@
 package io.github.pgqueue.listener;
 
+import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
+import io.github.pgqueue.MessageHeaders;
 import io.github.pgqueue.PayloadConversionException;
 import io.github.pgqueue.internal.ClaimedMessage;
-import io.github.pgqueue.internal.Headers;
 import io.github.pgqueue.observation.DefaultQueueProcessObservationConvention;
+import io.github.pgqueue.observation.QueueBatchProcessObservationContext;
 import io.github.pgqueue.observation.QueueObservation;
-import io.github.pgqueue.observation.QueueProcessObservationContext.Outcome;
 import io.github.pgqueue.observation.QueueProcessObservationContext;
+import io.github.pgqueue.observation.QueueProcessObservationContext.Outcome;
 import io.github.pgqueue.observation.QueueProcessObservationConvention;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
@@ -17,7 +20,9 @@ import io.micrometer.observation.ObservationRegistry;
 /**
  * Runs one delivery inside a {@code pgqueue.process} observation, opened as the current one so
  * that the handler's logs and sends belong to it; the message's headers are the carrier a
- * propagating tracing handler reads the sender's trace context from.
+ * propagating tracing handler reads the sender's trace context from. A batch listener's call is
+ * one observation with no carrier: its messages come from several senders, so it starts a trace
+ * of its own rather than continue one of theirs.
  */
 final class ProcessObservation {
 
@@ -44,20 +49,37 @@ final class ProcessObservation {
 	Dispatcher.Delivery observe(ClaimedMessage message, Function<ClaimedMessage, Dispatcher.Delivery> deliver) {
 		QueueProcessObservationContext context = new QueueProcessObservationContext(this.listenerId, message.queue(),
 				message.id(), message.attempt(), carrier(message));
+		return observe(context, () -> List.of(deliver.apply(message))).get(0);
+	}
+
+	/** Observes one call of a batch listener on {@code messages}, all of one queue. */
+	List<Dispatcher.Delivery> observeBatch(List<ClaimedMessage> messages,
+			Supplier<List<Dispatcher.Delivery>> deliver) {
+		return observe(new QueueBatchProcessObservationContext(this.listenerId, messages.get(0).queue(),
+				messages.size()), deliver);
+	}
+
+	/**
+	 * Runs {@code deliver} in the observation of {@code context}; its error is what the handler
+	 * threw (else what a message failed on), its outcome the worst of the deliveries'.
+	 */
+	private List<Dispatcher.Delivery> observe(QueueProcessObservationContext context,
+			Supplier<List<Dispatcher.Delivery>> deliver) {
 		Observation observation = QueueObservation.PROCESS
 			.observation(this.convention, DefaultQueueProcessObservationConvention.INSTANCE, () -> context,
 					this.registry)
 			.start();
 		try {
-			Dispatcher.Delivery delivery;
+			List<Dispatcher.Delivery> deliveries;
 			try (Observation.Scope scope = observation.openScope()) {
-				delivery = deliver.apply(message);
+				deliveries = deliver.get();
 			}
-			if (delivery.failure != null) {
-				observation.error(delivery.failure);
+			Throwable failure = failure(deliveries);
+			if (failure != null) {
+				observation.error(failure);
 			}
-			context.setOutcome(outcome(delivery.completion));
-			return delivery;
+			context.setOutcome(outcome(deliveries));
+			return deliveries;
 		}
 		catch (RuntimeException | Error ex) {
 			observation.error(ex);
@@ -74,11 +96,43 @@ final class ProcessObservation {
 	 */
 	private static Map<String, String> carrier(ClaimedMessage message) {
 		try {
-			return Headers.read(message.headersJson());
+			return MessageHeaders.read(message.headersJson());
 		}
 		catch (PayloadConversionException ex) {
 			return Map.of();
 		}
+	}
+
+	private static Throwable failure(List<Dispatcher.Delivery> deliveries) {
+		Throwable unread = null;
+		for (Dispatcher.Delivery delivery : deliveries) {
+			if (delivery.thrown && delivery.failure != null) {
+				return delivery.failure;
+			}
+			unread = (unread != null) ? unread : delivery.failure;
+		}
+		return unread;
+	}
+
+	/** The worst outcome of the deliveries: dead, retry, released, success; null if none ended. */
+	private static Outcome outcome(List<Dispatcher.Delivery> deliveries) {
+		Outcome worst = null;
+		for (Dispatcher.Delivery delivery : deliveries) {
+			Outcome outcome = outcome(delivery.completion);
+			if (outcome != null && (worst == null || severity(outcome) > severity(worst))) {
+				worst = outcome;
+			}
+		}
+		return worst;
+	}
+
+	private static int severity(Outcome outcome) {
+		return switch (outcome) {
+			case SUCCESS -> 0;
+			case RELEASED -> 1;
+			case RETRY -> 2;
+			case DEAD -> 3;
+		};
 	}
 
 	private static Outcome outcome(Dispatcher.Completion completion) {

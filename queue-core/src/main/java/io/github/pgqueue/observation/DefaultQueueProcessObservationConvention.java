@@ -9,8 +9,9 @@ import io.micrometer.common.KeyValues;
 /**
  * The default {@link QueueProcessObservationConvention}: tags {@code queue}, {@code listener.id}
  * and {@code outcome} ({@code success}, {@code retry}, {@code dead}, {@code released}); the
- * message id and attempt as high-cardinality tags; the contextual (span) name
- * {@code "<queue> process"}. An exception of the handler is the observation's error.
+ * message id and attempt as high-cardinality tags, or for a batch listener's call its
+ * {@code batch.size}; the contextual (span) name {@code "<queue> process"}. An exception of the
+ * handler is the observation's error.
  */
 public class DefaultQueueProcessObservationConvention implements QueueProcessObservationConvention {
 
@@ -28,6 +29,10 @@ public class DefaultQueueProcessObservationConvention implements QueueProcessObs
 
 	@Override
 	public KeyValues getHighCardinalityKeyValues(QueueProcessObservationContext context) {
+		if (context instanceof QueueBatchProcessObservationContext batch) {
+			return KeyValues
+				.of(ProcessHighCardinalityTags.BATCH_SIZE.withValue(Integer.toString(batch.getBatchSize())));
+		}
 		return KeyValues.of(ProcessHighCardinalityTags.MESSAGE_ID.withValue(Long.toString(context.getMessageId())),
 				ProcessHighCardinalityTags.ATTEMPT.withValue(Integer.toString(context.getAttempt())));
 	}

@@ -33,7 +33,10 @@ public enum QueueObservation implements ObservationDocumentation {
 
 	},
 
-	/** Around every message handed to a listener, in both consumption modes. */
+	/**
+	 * Around every message handed to a listener, or every call of a batch listener, in both
+	 * consumption modes.
+	 */
 	PROCESS {
 
 		@Override
@@ -130,11 +133,14 @@ public enum QueueObservation implements ObservationDocumentation {
 	/** High-cardinality tags of {@link #PROCESS}. */
 	public enum ProcessHighCardinalityTags implements KeyName {
 
-		/** The message's id. */
+		/** The message's id; not on a batch. */
 		MESSAGE_ID("message.id"),
 
-		/** The attempt, from 1. */
-		ATTEMPT("attempt");
+		/** The attempt, from 1; not on a batch. */
+		ATTEMPT("attempt"),
+
+		/** How many messages a batch listener's call took; only on a batch. */
+		BATCH_SIZE("batch.size");
 
 		private final String key;
 

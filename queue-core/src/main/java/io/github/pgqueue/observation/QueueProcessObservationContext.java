@@ -8,11 +8,16 @@ import io.micrometer.observation.transport.ReceiverContext;
 /**
  * The context of a {@code pgqueue.process} observation: one message handed to a listener. Its
  * carrier is the message's headers, so a propagating tracing handler continues the trace whose
- * context ({@code traceparent}) the sender, or a plain SQL insert, wrote there.
+ * context ({@code traceparent}) the sender, or a plain SQL insert, wrote there. A batch listener's
+ * call has the subclass {@link QueueBatchProcessObservationContext}.
  */
 public class QueueProcessObservationContext extends ReceiverContext<Map<String, String>> {
 
-	/** How the delivery ended, as far as the listener's part of it goes. */
+	/**
+	 * How the delivery ended, as far as the listener's part of it goes. A batch ends as the worst
+	 * of its messages: {@code DEAD} before {@code RETRY} before {@code RELEASED} before
+	 * {@code SUCCESS}.
+	 */
 	public enum Outcome {
 
 		/** Handled: the message is acked. */
@@ -67,12 +72,12 @@ public class QueueProcessObservationContext extends ReceiverContext<Map<String, 
 		return this.queue;
 	}
 
-	/** The message's id. */
+	/** The message's id; {@code 0} for a batch. */
 	public long getMessageId() {
 		return this.messageId;
 	}
 
-	/** The attempt this delivery is, from 1. */
+	/** The attempt this delivery is, from 1; {@code 0} for a batch. */
 	public int getAttempt() {
 		return this.attempt;
 	}

@@ -3,6 +3,7 @@ package io.github.pgqueue.observation;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicReference;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
@@ -11,7 +12,9 @@ import io.github.pgqueue.ExchangeDefinition;
 import io.github.pgqueue.ExchangeDefinition.Binding;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.listener.BatchListenerFailedException;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
+import io.github.pgqueue.listener.QueueBatchListener;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 import io.github.pgqueue.listener.QueueMessageListener;
@@ -19,6 +22,7 @@ import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.PostgresExtension;
 import io.micrometer.common.KeyValues;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.observation.Observation;
 import io.micrometer.observation.tck.TestObservationRegistry;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -33,7 +37,8 @@ import static org.awaitility.Awaitility.await;
 /**
  * The {@code pgqueue.send} and {@code pgqueue.process} observations on real PostgreSQL: recorded
  * with their tags in both consumption modes when enabled, nothing when not, and a custom
- * convention replaces the default; {@code publish} counts each routed copy under its queue.
+ * convention replaces the default; {@code publish} counts each routed copy under its queue. A
+ * batch listener's call is one observation with the batch's size and its worst outcome.
  */
 @ExtendWith(PostgresExtension.class)
 class ObservationIntegrationTests {
@@ -141,6 +146,64 @@ class ObservationIntegrationTests {
 		assertThat(this.observations).doesNotHaveAnyRemainingCurrentObservation();
 	}
 
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void aBatchListenerCallIsOneObservationWithTheBatchSize(ConsumptionMode mode) {
+		QueueTemplate template = template(false, null);
+		template.declare(QueueDefinition.of("emails"));
+		template.sendBatch("emails", List.of("a", "b", "c"));
+		AtomicReference<Observation.Context> current = new AtomicReference<>();
+		start(template, batchEndpoint(mode, (messages) -> {
+			Observation observation = this.observations.getCurrentObservation();
+			current.set((observation != null) ? observation.getContext() : null);
+		}));
+
+		await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> assertThat(this.observations)
+			.hasSingleObservationThat()
+			.hasNameEqualTo("pgqueue.process")
+			.hasContextualNameEqualTo("emails process")
+			.hasLowCardinalityKeyValue("queue", "emails")
+			.hasLowCardinalityKeyValue("listener.id", "batcher")
+			.hasLowCardinalityKeyValue("outcome", "success")
+			.hasHighCardinalityKeyValue("batch.size", "3")
+			.doesNotHaveHighCardinalityKeyValueWithKey("message.id")
+			.doesNotHaveHighCardinalityKeyValueWithKey("attempt")
+			.doesNotHaveError());
+		assertThat(current.get()).as("the batch's observation is current in the listener")
+			.isInstanceOf(QueueBatchProcessObservationContext.class);
+		assertThat(this.observations).doesNotHaveAnyRemainingCurrentObservation();
+	}
+
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void aFailedBatchIsObservedWithItsWorstOutcomeAndTheListenersError(ConsumptionMode mode) {
+		QueueTemplate template = template(false, null);
+		template.declare(QueueDefinition.of("emails").withMaxAttempts(1));
+		template.sendBatch("emails", List.of("a", "poison", "c"));
+		start(template, batchEndpoint(mode, (messages) -> {
+			for (int i = 0; i < messages.size(); i++) {
+				if (messages.get(i).payload().equals("poison")) {
+					throw new BatchListenerFailedException("bounced", i);
+				}
+			}
+		}));
+
+		// The poison is dead-lettered and the others are acked (session) or given back, then taken
+		// again in a batch that succeeds: the first batch's outcome is the worst of its messages'.
+		await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> assertThat(this.observations)
+			.hasAnObservation((observation) -> observation.hasNameEqualTo("pgqueue.process")
+				.hasLowCardinalityKeyValue("outcome", "dead")
+				.hasHighCardinalityKeyValue("batch.size", "3")
+				.assertThatError()
+				.isInstanceOf(BatchListenerFailedException.class)
+				.hasMessage("bounced"))
+			.hasAnObservation((observation) -> observation.hasNameEqualTo("pgqueue.process")
+				.hasLowCardinalityKeyValue("outcome", "success")
+				.hasHighCardinalityKeyValue("batch.size", (mode == ConsumptionMode.SESSION) ? "1" : "2")
+				.doesNotHaveError()));
+		assertThat(this.observations).hasNumberOfObservationsWithNameEqualTo("pgqueue.process", 2);
+	}
+
 	@Test
 	void nothingIsObservedByDefault() {
 		QueueTemplate template = QueueTemplate.builder(this.app).observationRegistry(this.observations).build();
@@ -209,6 +272,13 @@ class ObservationIntegrationTests {
 		return new QueueListenerEndpoint(id, List.of("emails"), 1, AckMode.AUTO, true, String.class, listener,
 				new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode, Duration.ofSeconds(30))
 			.withObservationEnabled(observationEnabled);
+	}
+
+	private QueueListenerEndpoint batchEndpoint(ConsumptionMode mode, QueueBatchListener listener) {
+		return QueueListenerEndpoint
+			.batch("batcher", List.of("emails"), 1, true, String.class, listener, new DefaultQueueErrorHandler(), 10,
+					Duration.ofMillis(50), mode, Duration.ofSeconds(30))
+			.withObservationEnabled(true);
 	}
 
 	private void start(QueueTemplate template, QueueListenerEndpoint endpoint) {

@@ -10,6 +10,7 @@ import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.QueueMessage;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
@@ -46,7 +47,8 @@ import static org.awaitility.Awaitility.await;
  * Trace context travels in the message's headers: with Micrometer Tracing's propagating
  * handlers (the OpenTelemetry bridge, W3C propagation, spans kept in memory) the consumer span
  * is a child of the producer span, in both modes, and a message inserted by plain SQL with a
- * {@code traceparent} header continues that trace.
+ * {@code traceparent} header continues that trace. A batch listener's call starts a trace of
+ * its own, its messages keeping their senders' trace context in their headers.
  */
 @ExtendWith(PostgresExtension.class)
 class TracePropagationIntegrationTests {
@@ -142,6 +144,45 @@ class TracePropagationIntegrationTests {
 		assertThat(consumer.getTraceId()).isEqualTo(traceId);
 		assertThat(consumer.getParentSpanId()).isEqualTo(parentId);
 		assertThat(this.seenInHandler.get("from-sql")).startsWith(traceId + "/");
+	}
+
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void aBatchListenerCallStartsATraceOfItsOwn(ConsumptionMode mode) {
+		QueueTemplate template = template();
+		template.declare(QueueDefinition.of("emails"));
+		Observation request = Observation.start("checkout", this.observations);
+		try (Observation.Scope scope = request.openScope()) {
+			template.send("emails", "first");
+			template.send("emails", "second");
+		}
+		finally {
+			request.stop();
+		}
+		Map<String, String> traceparents = new ConcurrentHashMap<>();
+		this.registry = new QueueListenerEndpointRegistry(template, this.consumers, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint
+			.batch("mailer", List.of("emails"), 1, true, String.class, (messages) -> {
+				Span current = this.tracer.currentSpan();
+				this.seenInHandler.put("batch", (current != null)
+						? current.context().traceId() + "/" + current.context().spanId() : "none");
+				for (QueueMessage<Object> message : messages) {
+					traceparents.put((String) message.payload(), message.headers().get("traceparent"));
+				}
+			}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode, Duration.ofSeconds(30))
+			.withObservationEnabled(true));
+		this.registry.start();
+
+		SpanData batch = await().atMost(Duration.ofSeconds(20)).until(() -> span("emails process"),
+				(span) -> span != null);
+		SpanData checkout = span("checkout");
+		assertThat(batch.getKind()).isEqualTo(SpanKind.CONSUMER);
+		assertThat(batch.getTraceId()).isNotEqualTo(checkout.getTraceId());
+		assertThat(batch.getParentSpanContext().isValid()).as("the batch span is a root").isFalse();
+		assertThat(batch.getAttributes().asMap().toString()).contains("batch.size=2");
+		assertThat(this.seenInHandler.get("batch")).isEqualTo(batch.getTraceId() + "/" + batch.getSpanId());
+		assertThat(traceparents).containsOnlyKeys("first", "second")
+			.allSatisfy((payload, traceparent) -> assertThat(traceparent).contains(checkout.getTraceId()));
 	}
 
 	private QueueTemplate template() {

@@ -13,6 +13,7 @@ import java.util.Set;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.test.QueueTestSupport;
 import io.github.pgqueue.testing.EmbeddedPostgres;
 import org.awaitility.core.ConditionTimeoutException;
 
@@ -24,7 +25,8 @@ import static org.awaitility.Awaitility.await;
 /**
  * The one PostgreSQL of the suite (queue-core's {@link EmbeddedPostgres}, pgqueue's migrations
  * applied) with the suite's {@code chaos} schema, and the database side of every fault: which
- * claims a session holds, terminating sessions, and crashing the server.
+ * claims a session holds, terminating sessions, and crashing the server. The server is queue-core's
+ * rather than queue-test's because the suite restarts and crashes it on its data directory.
  */
 final class ChaosDatabase {
 
@@ -35,6 +37,8 @@ final class ChaosDatabase {
 	private final HikariDataSource pool;
 
 	private final JdbcTemplate jdbc;
+
+	private final QueueTestSupport queues;
 
 	private ChaosDatabase() {
 		this.postgres = EmbeddedPostgres.get();
@@ -49,6 +53,7 @@ final class ChaosDatabase {
 			throw new IllegalStateException("Sessions must commit synchronously, but synchronous_commit is " + commit);
 		}
 		this.jdbc.execute(resource("chaos/schema.sql"));
+		this.queues = new QueueTestSupport(template());
 	}
 
 	static synchronized ChaosDatabase get() {
@@ -79,6 +84,11 @@ final class ChaosDatabase {
 	/** A template on the harness's pool. */
 	QueueTemplate template() {
 		return QueueTemplate.builder(this.pool).build();
+	}
+
+	/** queue-test's support on the harness's pool: waiting for a queue to drain, reading dead letters. */
+	QueueTestSupport queues() {
+		return this.queues;
 	}
 
 	/** Empties pgqueue's tables (ids start again at 1) and the suite's. */

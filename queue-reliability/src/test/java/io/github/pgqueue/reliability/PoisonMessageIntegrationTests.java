@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Map;
 
 import io.github.pgqueue.QueueNames;
+import io.github.pgqueue.test.StoredMessage;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -34,7 +35,6 @@ class PoisonMessageIntegrationTests {
 	void aHandlerThatAlwaysThrowsIsDeadLetteredAfterMaxAttempts() {
 		// The longest queue name there is: its dead-letter queue's name is cut to fit.
 		String queue = "chaos-throws-" + "x".repeat(QueueNames.MAX_LENGTH - "chaos-throws-".length());
-		String deadLetterQueue = QueueNames.defaultDeadLetterQueue(queue);
 		ConsumerSpec spec = ConsumerSpec.of(queue).maxAttempts(MAX_ATTEMPTS).batchSize(10);
 		try (ConsumerFleet fleet = new ConsumerFleet(this.database, "throws", spec);
 				Producer producer = new Producer(this.database, queue,
@@ -51,8 +51,9 @@ class PoisonMessageIntegrationTests {
 				.as("attempts of each failing job")
 				.hasSize(producer.sent().size() / 10)
 				.containsOnly("{1,2,3}");
-			List<String> errors = this.database.jdbc().queryForList(
-					"SELECT last_error FROM pgqueue.message WHERE queue = ?", String.class, deadLetterQueue);
+			List<String> errors = this.database.queues().deadLetters(queue, Object.class).stream()
+				.map(StoredMessage::lastError)
+				.toList();
 			assertThat(errors).hasSize(producer.sent().size() / 10)
 				.allMatch((error) -> error.contains("Failed 3 of 3 attempts") && error.contains("always fails"));
 			System.out.println("  a dead letter's last_error: " + errors.get(0));
@@ -62,7 +63,6 @@ class PoisonMessageIntegrationTests {
 	@Test
 	void aHandlerThatThrowsAnErrorCostsOnlyItsOwnMessage() {
 		String queue = "chaos-error";
-		String deadLetterQueue = QueueNames.defaultDeadLetterQueue(queue);
 		ConsumerSpec spec = ConsumerSpec.of(queue).maxAttempts(MAX_ATTEMPTS).batchSize(5);
 		try (ConsumerFleet fleet = new ConsumerFleet(this.database, "error", spec);
 				Producer producer = new Producer(this.database, queue,
@@ -81,8 +81,9 @@ class PoisonMessageIntegrationTests {
 				.as("attempts of each job whose handler throws an Error")
 				.hasSize(erring.size())
 				.containsOnly("{1,2,3}");
-			List<String> errors = this.database.jdbc().queryForList(
-					"SELECT last_error FROM pgqueue.message WHERE queue = ?", String.class, deadLetterQueue);
+			List<String> errors = this.database.queues().deadLetters(queue, Object.class).stream()
+				.map(StoredMessage::lastError)
+				.toList();
 			assertThat(errors).hasSize(erring.size())
 				.allMatch((error) -> error.contains("Failed 3 of 3 attempts")
 						&& (error.contains("StackOverflowError") || error.contains("OutOfMemoryError")))

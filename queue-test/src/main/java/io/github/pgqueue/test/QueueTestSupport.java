@@ -7,12 +7,12 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 
+import io.github.pgqueue.MessageHeaders;
 import io.github.pgqueue.PayloadConversionException;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueNames;
 import io.github.pgqueue.QueueStats;
 import io.github.pgqueue.QueueTemplate;
-import io.github.pgqueue.internal.Headers;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
@@ -156,7 +156,7 @@ public final class QueueTestSupport {
 			throw new AssertionError("Message " + id + " of queue '" + queue + "': " + ex.getMessage()
 					+ " (Object.class reads any payload)", ex);
 		}
-		return new StoredMessage<>(id, queue, payload, Headers.read(rs.getString("headers")), rs.getInt("priority"),
+		return new StoredMessage<>(id, queue, payload, MessageHeaders.read(rs.getString("headers")), rs.getInt("priority"),
 				rs.getInt("attempts"), rs.getBoolean("parked") ? Instant.MAX : instant(rs, "visible_at"), instant(rs, "created_at"), rs.getString("last_error"),
 				rs.getString("group_key"), rs.getString("deduplication_key"));
 	}

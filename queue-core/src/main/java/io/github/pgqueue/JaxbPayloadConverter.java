@@ -118,7 +118,9 @@ public final class JaxbPayloadConverter implements PayloadConverter {
 		while (cause.getMessage() == null && cause.getCause() != null) {
 			cause = cause.getCause();
 		}
-		return (cause.getMessage() != null) ? cause.getMessage().trim() : cause.getClass().getName();
+		// one line: the StAX parser puts its position and its message on two
+		return (cause.getMessage() != null) ? cause.getMessage().trim().replaceAll("\\s*\\R\\s*", " ")
+				: cause.getClass().getName();
 	}
 
 }

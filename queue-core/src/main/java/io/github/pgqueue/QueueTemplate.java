@@ -95,8 +95,8 @@ public final class QueueTemplate implements QueueOperations {
 		QueueNames.requireQueue(queue);
 		Objects.requireNonNull(options, "SendOptions must not be null");
 		String json = checkSize(queue, this.converter.write(requirePayload(payload, queue)));
-		return this.sendObservation.observe(Operation.SEND, queue, null, null, 1, options.headers(),
-				(headers) -> insert(queue, json, options, headers));
+		return this.sendObservation.observe(Operation.SEND, queue, null, null, 1,
+				withContentType(queue, payload, options.headers()), (headers) -> insert(queue, json, options, headers));
 	}
 
 	/** Inserts one message with {@code headers} (the options' own, or those an observation added to). */
@@ -163,7 +163,19 @@ public final class QueueTemplate implements QueueOperations {
 		for (int i = 0; i < json.length; i++) {
 			json[i] = checkSize(queue, this.converter.write(requirePayload(payloads.get(i), queue)));
 		}
-		return this.sendObservation.observe(Operation.SEND_BATCH, queue, null, null, json.length, options.headers(),
+		java.util.Map<String, String> withContentType = withContentType(queue, payloads.get(0), options.headers());
+		String contentType = this.converter.contentType(payloads.get(0));
+		for (int i = 1; i < json.length; i++) {
+			// one headers value for the batch's statement: every body must be of one content type
+			if (!Objects.equals(contentType, this.converter.contentType(payloads.get(i)))) {
+				throw new IllegalArgumentException("Payloads of a batch for queue '" + queue + "' must be of one content "
+						+ "type, but payload 0 (" + payloads.get(0).getClass().getName() + ") is "
+						+ describeContentType(payloads.get(0)) + " and payload " + i + " ("
+						+ payloads.get(i).getClass().getName() + ") is " + describeContentType(payloads.get(i))
+						+ "; send them in separate batches");
+			}
+		}
+		return this.sendObservation.observe(Operation.SEND_BATCH, queue, null, null, json.length, withContentType,
 				(headers) -> insertBatch(queue, json, options, headers));
 	}
 
@@ -209,7 +221,8 @@ public final class QueueTemplate implements QueueOperations {
 		Objects.requireNonNull(routingKey, "Routing key must not be null");
 		Objects.requireNonNull(options, "SendOptions must not be null");
 		String json = checkSize(exchange, this.converter.write(requirePayload(payload, exchange)));
-		java.util.Map<String, String> headers = new java.util.LinkedHashMap<>(options.headers());
+		java.util.Map<String, String> headers = new java.util.LinkedHashMap<>(
+				withContentType(exchange, payload, options.headers()));
 		headers.put("pgqueue-exchange", exchange);
 		headers.put("pgqueue-routing-key", routingKey);
 		return this.sendObservation.observe(Operation.PUBLISH, null, exchange, routingKey, 1, headers,
@@ -335,9 +348,11 @@ public final class QueueTemplate implements QueueOperations {
 
 	/** Converts a claimed row into the message a handler sees. */
 	static QueueMessage<Object> toQueueMessage(ClaimedMessage message, Type payloadType, PayloadConverter converter) {
-		Object payload = converter.read(message.payloadJson(), payloadType);
-		return new QueueMessage<>(message.id(), message.queue(), payload, MessageHeaders.read(message.headersJson()),
-				message.priority(), message.attempt(), message.maxAttempts(), message.createdAt());
+		java.util.Map<String, String> headers = MessageHeaders.read(message.headersJson());
+		Object payload = converter.read(message.payloadJson(), payloadType,
+				headers.get(PayloadConverter.CONTENT_TYPE_HEADER));
+		return new QueueMessage<>(message.id(), message.queue(), payload, headers, message.priority(),
+				message.attempt(), message.maxAttempts(), message.createdAt());
 	}
 
 	@Override
@@ -566,6 +581,37 @@ public final class QueueTemplate implements QueueOperations {
 			}
 		}
 		return json;
+	}
+
+	/**
+	 * The headers of a message with {@code payload}: the converter's content type added, unless it
+	 * is JSON. A sender may name the content type itself only for a {@code String} payload, whose
+	 * text is then the body (an XML document in a String, say), and only as a text or XML type.
+	 */
+	private java.util.Map<String, String> withContentType(String target, Object payload,
+			java.util.Map<String, String> headers) {
+		String named = headers.get(PayloadConverter.CONTENT_TYPE_HEADER);
+		if (named != null) {
+			if (!(payload instanceof String) || !TextBodies.isText(named)) {
+				throw new IllegalArgumentException("Header " + PayloadConverter.CONTENT_TYPE_HEADER + " of a message to '"
+						+ target + "' is '" + named + "', but the payload converter writes this "
+						+ payload.getClass().getName() + " as " + describeContentType(payload) + "; remove the header "
+						+ "(only a String payload may name its content type, and only a text or XML one)");
+			}
+			return headers;
+		}
+		String contentType = this.converter.contentType(payload);
+		if (contentType == null) {
+			return headers;
+		}
+		java.util.Map<String, String> withContentType = new java.util.LinkedHashMap<>(headers);
+		withContentType.put(PayloadConverter.CONTENT_TYPE_HEADER, contentType);
+		return withContentType;
+	}
+
+	private String describeContentType(Object payload) {
+		String contentType = this.converter.contentType(payload);
+		return (contentType != null) ? contentType : "JSON";
 	}
 
 	private static Object requirePayload(Object payload, String queue) {

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
@@ -271,9 +272,11 @@ final class Dispatcher {
 	}
 
 	private QueueMessage<Object> convert(ClaimedMessage message) {
-		Object payload = this.converter.read(message.payloadJson(), this.endpoint.payloadType());
-		return new QueueMessage<>(message.id(), message.queue(), payload, MessageHeaders.read(message.headersJson()),
-				message.priority(), message.attempt(), message.maxAttempts(), message.createdAt());
+		Map<String, String> headers = MessageHeaders.read(message.headersJson());
+		Object payload = this.converter.read(message.payloadJson(), this.endpoint.payloadType(),
+				headers.get(PayloadConverter.CONTENT_TYPE_HEADER));
+		return new QueueMessage<>(message.id(), message.queue(), payload, headers, message.priority(),
+				message.attempt(), message.maxAttempts(), message.createdAt());
 	}
 
 	/** How one delivered message ends. */

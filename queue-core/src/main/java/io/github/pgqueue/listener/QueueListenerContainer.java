@@ -48,7 +48,7 @@ public final class QueueListenerContainer {
 
 	private final Duration shutdownTimeout;
 
-	/** Runs before the pollers start: the registry's LISTEN connection, which wakes them. */
+	/** Runs before the pollers start: the registry's check, and its LISTEN connection, which wakes them. */
 	private final Runnable beforeStart;
 
 	private final List<PollLoop> loops = new ArrayList<>();
@@ -124,8 +124,14 @@ public final class QueueListenerContainer {
 		}
 	}
 
-	/** Starts the pollers; does nothing if they run. A paused container starts paused. */
+	/**
+	 * Starts the pollers; does nothing if they run. A paused container starts paused. Fails, and
+	 * the container stays stopped, if the registry refuses the start (a queue that does not exist).
+	 */
 	public void start() {
+		if (this.running) {
+			return;
+		}
 		this.beforeStart.run(); // outside the lock: the registry takes its own, then this one
 		synchronized (this.loops) {
 			if (this.running) {

@@ -85,13 +85,24 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		PlatformTransactionManager transactions = (endpoint.mode() == ConsumptionMode.TRANSACTIONAL)
 				? transactionManager() : null;
 		QueueListenerContainer container = new QueueListenerContainer(endpoint, sessions, this.template, transactions,
-				this.metrics, this.observationConvention, this.shutdownTimeout, this.virtualThreads,
-				this::startNotifications);
+				this.metrics, this.observationConvention, this.shutdownTimeout, this.virtualThreads, () -> {
+					checkStart(endpoint);
+					startNotifications();
+				});
 		this.containerCustomizer.customize(container);
 		this.containers.put(endpoint.id(), container);
 		if (this.running && endpoint.autoStartup()) {
 			container.start();
 		}
+	}
+
+	/**
+	 * Runs each time the container of {@code endpoint} is about to start — with the registry, or
+	 * by its own {@link QueueListenerContainer#start()} — before its pollers: an exception refuses
+	 * the start, and the container stays stopped. Does nothing here; the Spring Boot registry
+	 * checks that the listener's queues exist.
+	 */
+	protected void checkStart(QueueListenerEndpoint endpoint) {
 	}
 
 	/**

@@ -20,7 +20,12 @@ import io.github.pgqueue.AckMode;
 @Documented
 public @interface QueueListener {
 
-	/** The queues to consume; each must be declared under {@code pgqueue.queues} or be a dead-letter queue of one. */
+	/**
+	 * The queues to consume; each must exist when the listener starts: declared under
+	 * {@code pgqueue.queues} or in the database ({@code QueueAdmin.create}), or a dead-letter
+	 * queue of one. Checked at startup for a listener that starts with the application, else at
+	 * its start.
+	 */
 	String[] queues();
 
 	/** Unique id of the listener, for logs, metrics and the registry; default {@code <bean>.<method>}. */
@@ -32,7 +37,10 @@ public @interface QueueListener {
 	/** Who completes a message: the container on return ({@code AUTO}) or the method ({@code MANUAL}). */
 	AckMode ackMode() default AckMode.AUTO;
 
-	/** Whether the listener starts with the application; {@code "true"} or {@code "false"}. */
+	/**
+	 * Whether the listener starts with the application; {@code "true"} or {@code "false"} (start
+	 * it through the {@code QueueListenerEndpointRegistry}, for example once its queue is created).
+	 */
 	String autoStartup() default "true";
 
 	/** Name of a {@link io.github.pgqueue.listener.QueueErrorHandler} bean; default retry with back-off, then dead-letter. */

@@ -140,11 +140,17 @@ public class QueueListenerAnnotationBeanPostProcessor
 		if (queues.isEmpty()) {
 			throw new IllegalStateException(where + " names no queue; set queues = \"...\"");
 		}
-		for (String queue : queues) {
+		String autoStartup = resolve(annotation.autoStartup()).trim();
+		if (!autoStartup.equals("true") && !autoStartup.equals("false")) {
+			throw new IllegalStateException(where + " has autoStartup '" + autoStartup + "'; use true or false");
+		}
+		// A listener that starts later is checked when it starts: its queue may be created at runtime.
+		for (String queue : autoStartup.equals("true") ? queues : List.<String>of()) {
 			if (!known.contains(queue)) {
 				throw new IllegalStateException(where + " consumes unknown queue '" + queue
 						+ "'; declare it under pgqueue.queues in application.yml (declared: " + known
-						+ "; a name with dots is declared in brackets: pgqueue.queues[" + queue + "].max-attempts)");
+						+ "; a name with dots is declared in brackets: pgqueue.queues[" + queue + "].max-attempts), "
+						+ "or set autoStartup = \"false\" and start the listener once the queue is created");
 			}
 		}
 		String id = StringUtils.hasText(annotation.id()) ? resolve(annotation.id())
@@ -158,10 +164,6 @@ public class QueueListenerAnnotationBeanPostProcessor
 			catch (NumberFormatException ex) {
 				throw new IllegalStateException(where + " has concurrency '" + value + "'; use a whole number such as 4");
 			}
-		}
-		String autoStartup = resolve(annotation.autoStartup()).trim();
-		if (!autoStartup.equals("true") && !autoStartup.equals("false")) {
-			throw new IllegalStateException(where + " has autoStartup '" + autoStartup + "'; use true or false");
 		}
 		QueueListenerDefaults.Consumption consumption = consumption(where, annotation, queues, defaults);
 		try {

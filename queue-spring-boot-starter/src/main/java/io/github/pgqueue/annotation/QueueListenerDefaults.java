@@ -14,7 +14,7 @@ import io.github.pgqueue.listener.QueueListenerEndpoint;
  * @param concurrency poller threads per listener
  * @param batchSize messages claimed per statement
  * @param pollInterval the longest an idle poller waits without a notification
- * @param knownQueues the queues listeners may name, read once at startup
+ * @param knownQueues the queues listeners started with the application may name, read when they register
  * @param queues how each configured queue is consumed; a queue not in it is consumed in session
  * mode with the default transaction timeout
  * @param observationEnabled whether listeners observe each handler call as {@code pgqueue.process}

@@ -6,9 +6,11 @@ import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
 
 import io.github.pgqueue.MessageHeaders;
 import io.github.pgqueue.PayloadConversionException;
+import io.github.pgqueue.PayloadConverter;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueNames;
 import io.github.pgqueue.QueueStats;
@@ -148,15 +150,17 @@ public final class QueueTestSupport {
 	private <T> StoredMessage<T> message(ResultSet rs, Class<T> payloadType) throws SQLException {
 		long id = rs.getLong("id");
 		String queue = rs.getString("queue");
+		Map<String, String> headers = MessageHeaders.read(rs.getString("headers"));
 		T payload;
 		try {
-			payload = payloadType.cast(this.template.payloadConverter().read(rs.getString("payload"), payloadType));
+			payload = payloadType.cast(this.template.payloadConverter().read(rs.getString("payload"), payloadType,
+					headers.get(PayloadConverter.CONTENT_TYPE_HEADER)));
 		}
 		catch (PayloadConversionException | ClassCastException ex) {
 			throw new AssertionError("Message " + id + " of queue '" + queue + "': " + ex.getMessage()
 					+ " (Object.class reads any payload)", ex);
 		}
-		return new StoredMessage<>(id, queue, payload, MessageHeaders.read(rs.getString("headers")), rs.getInt("priority"),
+		return new StoredMessage<>(id, queue, payload, headers, rs.getInt("priority"),
 				rs.getInt("attempts"), rs.getBoolean("parked") ? Instant.MAX : instant(rs, "visible_at"), instant(rs, "created_at"), rs.getString("last_error"),
 				rs.getString("group_key"), rs.getString("deduplication_key"));
 	}

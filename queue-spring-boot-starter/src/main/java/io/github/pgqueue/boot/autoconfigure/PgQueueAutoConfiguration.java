@@ -9,6 +9,7 @@ import java.util.Set;
 import javax.sql.DataSource;
 
 import io.github.pgqueue.JacksonPayloadConverter;
+import io.github.pgqueue.JaxbPayloadConverter;
 import io.github.pgqueue.PayloadConverter;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueTemplate;
@@ -36,6 +37,7 @@ import org.springframework.boot.autoconfigure.condition.SearchStrategy;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingClass;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
 import org.springframework.boot.health.contributor.HealthIndicator;
@@ -63,13 +65,6 @@ import org.springframework.jdbc.core.JdbcTemplate;
 @ConditionalOnBooleanProperty(name = "pgqueue.enabled", matchIfMissing = true)
 @EnableConfigurationProperties(PgQueueProperties.class)
 public final class PgQueueAutoConfiguration {
-
-	@Bean
-	@ConditionalOnMissingBean
-	PayloadConverter pgQueuePayloadConverter(ObjectProvider<JsonMapper> jsonMapper) {
-		JsonMapper mapper = jsonMapper.getIfAvailable();
-		return (mapper != null) ? new JacksonPayloadConverter(mapper) : new JacksonPayloadConverter();
-	}
 
 	@Bean
 	@ConditionalOnMissingBean
@@ -143,7 +138,7 @@ public final class PgQueueAutoConfiguration {
 			ObjectProvider<QueueListenerContainerCustomizer> customizers, Environment environment,
 			ObjectProvider<QueueProcessObservationConvention> processObservationConvention) {
 		PgQueueListenerEndpointRegistry registry = new PgQueueListenerEndpointRegistry(queueTemplate, connections,
-				properties.getListener().getShutdownTimeout(), transactionManagers);
+				properties.getListener().getShutdownTimeout(), transactionManagers, () -> knownQueues(schema, queueTemplate));
 		List<QueueListenerContainerCustomizer> ordered = customizers.orderedStream().toList();
 		registry.setContainerCustomizer((container) -> ordered.forEach((customizer) -> customizer.customize(container)));
 		registry.setVirtualThreads(Threading.VIRTUAL.isActive(environment));
@@ -160,16 +155,55 @@ public final class PgQueueAutoConfiguration {
 		properties.getQueues().forEach((name, queue) -> queues.put(name,
 				new QueueListenerDefaults.Consumption(queue.getMode(), queue.getTransactionTimeout())));
 		return new QueueListenerDefaults(listener.getConcurrency(), listener.getBatchSize(),
-				listener.getPollInterval(), () -> {
-					Set<String> known = new LinkedHashSet<>(schema.knownQueues());
-					known.addAll(queueTemplate.declaredQueues());
-					return known;
-				}, queues, listener.isObservationEnabled());
+				listener.getPollInterval(), () -> knownQueues(schema, queueTemplate), queues,
+				listener.isObservationEnabled());
+	}
+
+	/**
+	 * The queues listeners may consume now: those of {@code pgqueue.queues}, those in the database
+	 * (created at runtime too), and their dead-letter queues.
+	 */
+	private static Set<String> knownQueues(PgQueueSchemaInitializer schema, QueueTemplate queueTemplate) {
+		Set<String> known = new LinkedHashSet<>(schema.knownQueues());
+		known.addAll(queueTemplate.declaredQueues());
+		return known;
 	}
 
 	@Bean
 	static QueueListenerAnnotationBeanPostProcessor pgQueueListenerAnnotationBeanPostProcessor() {
 		return new QueueListenerAnnotationBeanPostProcessor();
+	}
+
+	/** JSON bodies with the context's {@link JsonMapper}, if there is one. */
+	private static JacksonPayloadConverter jsonConverter(ObjectProvider<JsonMapper> jsonMapper) {
+		JsonMapper mapper = jsonMapper.getIfAvailable();
+		return (mapper != null) ? new JacksonPayloadConverter(mapper) : new JacksonPayloadConverter();
+	}
+
+	/** With JAXB on the classpath, XML bodies for {@code @XmlRootElement} classes, JSON for the rest. */
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(name = "jakarta.xml.bind.JAXBContext")
+	static class JaxbPayloadConverterConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean
+		PayloadConverter pgQueuePayloadConverter(ObjectProvider<JsonMapper> jsonMapper) {
+			return new JaxbPayloadConverter(jsonConverter(jsonMapper));
+		}
+
+	}
+
+	/** Without JAXB, JSON bodies (and text ones for {@code String} payloads). */
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnMissingClass("jakarta.xml.bind.JAXBContext")
+	static class JsonPayloadConverterConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean
+		PayloadConverter pgQueuePayloadConverter(ObjectProvider<JsonMapper> jsonMapper) {
+			return jsonConverter(jsonMapper);
+		}
+
 	}
 
 	@Configuration(proxyBeanMethods = false)

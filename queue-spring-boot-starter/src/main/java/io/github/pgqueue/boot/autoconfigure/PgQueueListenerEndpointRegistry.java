@@ -2,6 +2,8 @@ package io.github.pgqueue.boot.autoconfigure;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Set;
+import java.util.function.Supplier;
 
 import javax.sql.DataSource;
 
@@ -28,14 +30,36 @@ final class PgQueueListenerEndpointRegistry extends QueueListenerEndpointRegistr
 
 	private final ObjectProvider<PlatformTransactionManager> transactionManagers;
 
+	private final Supplier<Set<String>> knownQueues;
+
 	private boolean transactionManagerChosen;
 
 	PgQueueListenerEndpointRegistry(QueueTemplate template, ListenerConnections connections,
-			Duration shutdownTimeout, ObjectProvider<PlatformTransactionManager> transactionManagers) {
+			Duration shutdownTimeout, ObjectProvider<PlatformTransactionManager> transactionManagers,
+			Supplier<Set<String>> knownQueues) {
 		super(template, connections.dataSource(), shutdownTimeout);
 		this.template = template;
 		this.connections = connections;
 		this.transactionManagers = transactionManagers;
+		this.knownQueues = knownQueues;
+	}
+
+	/**
+	 * A listener starts only on queues that exist when it starts: declared in the configuration
+	 * or in the database (created at runtime with {@code QueueAdmin.create}), or the dead-letter
+	 * queue of one.
+	 */
+	@Override
+	protected void checkStart(QueueListenerEndpoint endpoint) {
+		Set<String> known = this.knownQueues.get();
+		List<String> unknown = endpoint.queues().stream().filter((queue) -> !known.contains(queue)).toList();
+		if (!unknown.isEmpty()) {
+			throw new IllegalStateException("Listener '" + endpoint.id() + "' cannot start: it consumes "
+					+ ((unknown.size() == 1) ? "queue '" + unknown.get(0) + "', which does not exist"
+							: "queues " + unknown + ", which do not exist")
+					+ "; create it with QueueAdmin.create before starting the listener, or declare it under "
+					+ "pgqueue.queues (existing queues: " + known + ")");
+		}
 	}
 
 	@Override

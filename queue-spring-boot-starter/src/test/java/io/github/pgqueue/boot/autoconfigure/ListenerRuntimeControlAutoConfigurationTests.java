@@ -5,6 +5,8 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
+import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.annotation.QueueListener;
 import io.github.pgqueue.listener.QueueListenerContainer;
@@ -25,6 +27,7 @@ import org.springframework.core.annotation.Order;
 import org.springframework.core.task.SimpleAsyncTaskExecutor;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -93,6 +96,55 @@ class ListenerRuntimeControlAutoConfigurationTests {
 			await().atMost(Duration.ofSeconds(10)).until(() -> !handlers.virtual.isEmpty());
 			assertThat(handlers.virtual).containsExactly(true);
 		});
+	}
+
+	static class RuntimeQueueHandlers {
+
+		final Set<Integer> received = ConcurrentHashMap.newKeySet();
+
+		@QueueListener(queues = "${runtime.queue}", id = "runtime", autoStartup = "false")
+		void onMessage(Integer payload) {
+			this.received.add(payload);
+		}
+
+	}
+
+	@Test
+	void aListenerStartedLaterConsumesAQueueCreatedAtRuntime() {
+		this.runner.withBean(RuntimeQueueHandlers.class).withPropertyValues("runtime.queue=created-at-runtime")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				context.getBean(QueueAdmin.class).create(QueueDefinition.of("created-at-runtime"));
+				context.getBean(QueueTemplate.class).send("created-at-runtime", 42);
+				QueueListenerContainer container = context.getBean(QueueListenerEndpointRegistry.class)
+					.getListenerContainer("runtime");
+
+				container.start();
+
+				RuntimeQueueHandlers handlers = context.getBean(RuntimeQueueHandlers.class);
+				await().atMost(Duration.ofSeconds(10)).until(() -> handlers.received.contains(42));
+			});
+	}
+
+	@Test
+	void startingAListenerWhoseQueueDoesNotExistFailsAndLeavesItStopped() {
+		this.runner.withBean(RuntimeQueueHandlers.class).withPropertyValues("runtime.queue=not-created-yet")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				QueueListenerEndpointRegistry registry = context.getBean(QueueListenerEndpointRegistry.class);
+				QueueListenerContainer container = registry.getListenerContainer("runtime");
+
+				assertThatIllegalStateException().isThrownBy(container::start)
+					.withMessageStartingWith("Listener 'runtime' cannot start: it consumes queue 'not-created-yet', "
+							+ "which does not exist; create it with QueueAdmin.create before starting the listener, "
+							+ "or declare it under pgqueue.queues (existing queues: [later, later.dlq])");
+				assertThat(container.isRunning()).isFalse();
+				assertThat(registry.isListening()).as("no LISTEN connection for a listener that did not start").isFalse();
+
+				context.getBean(QueueAdmin.class).create(QueueDefinition.of("not-created-yet"));
+				container.start();
+				assertThat(container.isRunning()).isTrue();
+			});
 	}
 
 	@Order(1)

@@ -56,6 +56,8 @@ final class PollLoop implements Runnable {
 
 	private final BooleanSupplier paused;
 
+	private volatile boolean idlePaused;
+
 	private volatile boolean running = true;
 
 	private volatile boolean connected;
@@ -115,6 +117,15 @@ final class PollLoop implements Runnable {
 		return new PollLoop(endpoint, (running) -> new TransactionalConsumption(
 				new Dispatcher(endpoint, template.payloadConverter(), running, observation), template,
 				transactionManager, sessions, metrics, endpoint, running), leader, wakeSiblings, paused);
+	}
+
+	/**
+	 * Whether the poller has seen its listener paused and waits, claiming nothing: a poller that
+	 * was between its pause check and its claim when the pause came still claims (and handles
+	 * that batch) before it gets here.
+	 */
+	boolean isIdlePaused() {
+		return this.idlePaused;
 	}
 
 	/** Wakes the poller if it waits for work. */
@@ -182,9 +193,11 @@ final class PollLoop implements Runnable {
 				try {
 					if (this.paused.getAsBoolean()) {
 						// Claims nothing and runs no statement; resume() or stop() wakes it.
+						this.idlePaused = true;
 						await(this.endpoint.pollInterval());
 						continue;
 					}
+					this.idlePaused = false;
 					boolean found = pollOnce();
 					this.connected = true;
 					if (inOutage) {

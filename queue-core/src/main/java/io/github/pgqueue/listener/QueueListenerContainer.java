@@ -206,6 +206,13 @@ public final class QueueListenerContainer {
 		return this.paused;
 	}
 
+	/** Whether it is paused and every poller has finished its last batch and claims nothing. */
+	boolean isPauseComplete() {
+		synchronized (this.loops) {
+			return this.paused && this.loops.stream().allMatch(PollLoop::isIdlePaused);
+		}
+	}
+
 	void signalStop() {
 		synchronized (this.loops) {
 			this.running = false;

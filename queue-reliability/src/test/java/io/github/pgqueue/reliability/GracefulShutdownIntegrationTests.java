@@ -29,7 +29,9 @@ class GracefulShutdownIntegrationTests {
 		int terminations = pick(2, 6);
 		try (ConsumerFleet fleet = new ConsumerFleet(this.database, "graceful", ConsumerSpec.of(queue).batchSize(5));
 				Producer producer = new Producer(this.database, queue, (key) -> Job.of(key, 150))) {
-			producer.send(pick(150, 600));
+			// Enough work that the last victim still holds messages: 6 terminations 1.5 s apart, with
+			// two consumers handling 150 ms jobs, drained 600 messages before the last one at times.
+			producer.send(pick(150, 1200));
 			fleet.start(2);
 			for (int i = 0; i < terminations; i++) {
 				ChaosDatabase.pause(Duration.ofMillis(1500));

@@ -7,8 +7,8 @@ import java.util.function.Supplier;
 
 import io.github.pgqueue.LeaseLostException;
 import io.github.pgqueue.internal.ClaimedMessage;
-import io.github.pgqueue.internal.HeaderFilter;
 import io.github.pgqueue.internal.ConsumerSession;
+import io.github.pgqueue.internal.HeaderFilter;
 import io.github.pgqueue.internal.ListenerMetrics.Outcome;
 import io.github.pgqueue.internal.ListenerMetrics;
 import io.github.pgqueue.listener.Dispatcher.Delivery;
@@ -39,11 +39,6 @@ final class SessionConsumption implements Consumption {
 
 	/** The listener's header filter; null when it takes every message. */
 	private final HeaderFilter filter;
-
-	SessionConsumption(Dispatcher dispatcher, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
-			int batchSize, BooleanSupplier running) {
-		this(dispatcher, sessions, metrics, batchSize, running, null);
-	}
 
 	SessionConsumption(Dispatcher dispatcher, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
 			int batchSize, BooleanSupplier running, HeaderFilter filter) {

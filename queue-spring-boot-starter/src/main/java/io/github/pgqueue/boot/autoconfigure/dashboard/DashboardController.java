@@ -216,7 +216,7 @@ final class DashboardController {
 			case "pause" -> container.pause();
 			case "resume" -> container.resume();
 			case "stop" -> container.stop();
-			case "start" -> container.start();
+			case "start" -> start(container);
 			default -> throw new IllegalArgumentException("Unknown action '" + action
 					+ "': pause, resume, stop or start");
 		}
@@ -224,9 +224,33 @@ final class DashboardController {
 		return Map.of("id", id, "running", container.isRunning(), "paused", container.isPaused());
 	}
 
+	/** Starts a listener; a start the registry refuses (a queue that does not exist) is a conflict. */
+	private static void start(QueueListenerContainer container) {
+		try {
+			container.start();
+		}
+		catch (IllegalStateException ex) {
+			throw new StartRefusedException(ex);
+		}
+	}
+
 	@ExceptionHandler(IllegalArgumentException.class)
 	ResponseEntity<Map<String, String>> badRequest(IllegalArgumentException ex) {
 		return ResponseEntity.badRequest().body(Map.of("error", String.valueOf(ex.getMessage())));
+	}
+
+	@ExceptionHandler(StartRefusedException.class)
+	ResponseEntity<Map<String, String>> startRefused(StartRefusedException ex) {
+		return ResponseEntity.status(HttpStatus.CONFLICT).body(Map.of("error", String.valueOf(ex.getMessage())));
+	}
+
+	/** A listener the registry refused to start, with its reason. */
+	static final class StartRefusedException extends RuntimeException {
+
+		StartRefusedException(IllegalStateException cause) {
+			super(cause.getMessage(), cause);
+		}
+
 	}
 
 	private static String user(Principal principal) {

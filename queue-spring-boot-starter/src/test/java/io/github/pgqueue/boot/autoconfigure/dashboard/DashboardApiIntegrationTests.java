@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.annotation.QueueListener;
 import io.github.pgqueue.boot.autoconfigure.PgQueueAutoConfiguration;
 import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.PostgresExtension;
@@ -103,6 +104,25 @@ class DashboardApiIntegrationTests {
 				.andExpect(status().isBadRequest())
 				.andExpect(jsonPath("$.error").value("No listener with id 'nobody'"));
 		});
+	}
+
+	@Test
+	void aListenerStartTheRegistryRefusesIsAConflictThatSaysWhy() {
+		this.runner.withUserConfiguration(LaterListener.class).run((context) -> {
+			MockMvc mvc = MockMvcBuilders.webAppContextSetup(context).apply(springSecurity()).build();
+			mvc.perform(post("/pgqueue/api/listeners/start").param("id", "later").with(this.admin).with(csrf()))
+				.andExpect(status().isConflict())
+				.andExpect(jsonPath("$.error", containsString("queue 'later', which does not exist")));
+		});
+	}
+
+	/** A listener that starts later, on a queue nobody created. */
+	static class LaterListener {
+
+		@QueueListener(id = "later", queues = "later", autoStartup = "false")
+		void handle(String payload) {
+		}
+
 	}
 
 	/** Sends n messages and dead-letters each through a lease's reject. */

@@ -7,11 +7,13 @@ import java.util.Set;
 
 /**
  * The command line: {@code quick} (send, send-batch, drain and latency-idle at reduced size) or
- * {@code full} (every scenario); {@code only=a,b} to pick scenarios; {@code churn-seconds=N},
+ * {@code full} (every scenario); {@code only=a,b} to pick scenarios; {@code systems=a,b} to measure only
+ * the systems of these names (ratios need their baseline among them); {@code churn-seconds=N},
  * {@code steady-seconds=N} and {@code steady-rate=N} (messages/s the producers of steady and churn
  * send together, 0 for flat out; default 2000). A leading {@code --} on any of them is accepted.
  */
-record BenchOptions(boolean quick, Set<String> scenarios, Duration steady, Duration churn, double steadyRate) {
+record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, Duration steady, Duration churn,
+		double steadyRate) {
 
 	static final List<String> ALL = List.of("send", "send-batch", "drain", "latency-idle", "delayed", "steady",
 			"backlog", "idle-cost", "churn", "pressure", "filter", "memory");
@@ -21,6 +23,7 @@ record BenchOptions(boolean quick, Set<String> scenarios, Duration steady, Durat
 	static BenchOptions parse(String[] args) {
 		boolean quick = false;
 		Set<String> only = null;
+		Set<String> systems = Set.of();
 		Duration steady = Duration.ofSeconds(60);
 		Duration churn = Duration.ofSeconds(180);
 		double steadyRate = 2000;
@@ -36,6 +39,9 @@ record BenchOptions(boolean quick, Set<String> scenarios, Duration steady, Durat
 				only = new LinkedHashSet<>(List.of(arg.substring(5).split(",")));
 				only.forEach(BenchOptions::requireKnown);
 			}
+			else if (arg.startsWith("systems=")) {
+				systems = new LinkedHashSet<>(List.of(arg.substring(8).split(",")));
+			}
 			else if (arg.startsWith("steady-seconds=")) {
 				steady = Duration.ofSeconds(Long.parseLong(arg.substring(15)));
 			}
@@ -47,7 +53,7 @@ record BenchOptions(boolean quick, Set<String> scenarios, Duration steady, Durat
 			}
 			else {
 				throw new IllegalArgumentException("Unknown argument '" + raw + "'; expected quick, full, only=a,b, "
-						+ "steady-seconds=N, steady-rate=N or churn-seconds=N");
+						+ "systems=a,b, steady-seconds=N, steady-rate=N or churn-seconds=N");
 			}
 		}
 		Set<String> scenarios = new LinkedHashSet<>(quick ? QUICK : ALL);
@@ -57,13 +63,18 @@ record BenchOptions(boolean quick, Set<String> scenarios, Duration steady, Durat
 				scenarios.addAll(only);
 			}
 		}
-		return new BenchOptions(quick, scenarios, steady, churn, steadyRate);
+		return new BenchOptions(quick, scenarios, systems, steady, churn, steadyRate);
 	}
 
 	private static void requireKnown(String scenario) {
 		if (!ALL.contains(scenario)) {
 			throw new IllegalArgumentException("Unknown scenario '" + scenario + "'; known: " + ALL);
 		}
+	}
+
+	/** Whether the system of this name is measured: every system unless {@code systems=a,b} names some. */
+	boolean measures(String system) {
+		return this.systems.isEmpty() || this.systems.contains(system);
 	}
 
 	boolean runs(String scenario) {

@@ -48,7 +48,10 @@ public final class BenchmarkMain {
 					new PgQueueSystem(database, ConsumptionMode.TRANSACTIONAL),
 					new PgQueueSystem(database, ConsumptionMode.TRANSACTIONAL, FIFO_GROUPS), new RawSqlSystem(database),
 					new RawSameGuaranteeSystem(database), new SpringIntegrationSystem(database),
-					new DbQueueSystem(database));
+					new DbQueueSystem(database))
+				.stream()
+				.filter((system) -> options.measures(system.name()))
+				.toList();
 			Results results = new Results();
 			Path output = Path.of("target");
 			BenchContext context = new BenchContext(database, systems, options, results, output);

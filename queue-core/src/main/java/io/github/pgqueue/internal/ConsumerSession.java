@@ -5,6 +5,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -70,6 +71,9 @@ public final class ConsumerSession implements AutoCloseable {
 		this.namespace = namespace;
 		if (!connection.getAutoCommit()) {
 			connection.setAutoCommit(true);
+		}
+		try (Statement statement = connection.createStatement()) {
+			statement.execute(QueueSql.INDEX_PLANS);
 		}
 		try (PreparedStatement ps = connection.prepareStatement(sql.backendPid()); ResultSet rs = ps.executeQuery()) {
 			rs.next();
@@ -531,7 +535,7 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 		finally {
 			try {
-				if (this.lost || !this.held.isEmpty()) {
+				if (this.lost || !this.held.isEmpty() || !resetPlans()) {
 					// A pool must not hand out a session that may still hold locks: end it.
 					this.connection.abort(Runnable::run);
 				}
@@ -540,6 +544,18 @@ public final class ConsumerSession implements AutoCloseable {
 			catch (SQLException ex) {
 				logger.debug("Closing the connection of session {} failed: it is already gone", this.backendPid, ex);
 			}
+		}
+	}
+
+	/** Gives the connection its own planner settings back, for the pool's next borrower. */
+	private boolean resetPlans() {
+		try (Statement statement = this.connection.createStatement()) {
+			statement.execute(QueueSql.DEFAULT_PLANS);
+			return true;
+		}
+		catch (SQLException ex) {
+			logger.debug("Could not reset the planner settings of session {}; ending its connection", this.backendPid, ex);
+			return false;
 		}
 	}
 

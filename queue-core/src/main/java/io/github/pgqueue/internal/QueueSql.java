@@ -15,6 +15,28 @@ import io.github.pgqueue.QueueNames;
  */
 public final class QueueSql {
 
+	/**
+	 * Run on a consumer's connection before its statements are planned: plans that walk indexes,
+	 * whatever the size of the message table when they are planned. The driver prepares a statement
+	 * run often, and PostgreSQL then keeps one generic plan per connection. Planned while the table
+	 * is empty, as it is when an application starts, every plan scans the whole table (and the
+	 * claim's hash-joins one more scan of it); once a backlog builds, each statement reads all of it
+	 * and the backlog builds faster. No statement of a consumer ever needs a sequential scan.
+	 */
+	public static final String INDEX_PLANS = "SET enable_seqscan = off";
+
+	/** Undoes {@link #INDEX_PLANS} on a connection that goes back to a pool. */
+	public static final String DEFAULT_PLANS = "RESET enable_seqscan";
+
+	/**
+	 * {@code statement} planned as {@link #INDEX_PLANS} says, in a transaction that runs other code
+	 * (a transactional consumer's handlers): the setting is the transaction's only while the statement
+	 * is planned, then back to the connection's default, all in one round trip.
+	 */
+	public static String withIndexPlans(String statement) {
+		return "SET LOCAL enable_seqscan = off;\n" + statement + ";\nSET LOCAL enable_seqscan TO DEFAULT";
+	}
+
 	/** How many candidates of one priority a claim looks at before it gives up on that priority. */
 	public static final int CLAIM_WINDOW = 1000;
 
@@ -279,8 +301,7 @@ public final class QueueSql {
 				),
 				claimed AS (
 				    UPDATE %1$s.message m SET attempts = m.attempts + 1, claim_open = true, claimed_at = now()
-				      FROM chosen l
-				     WHERE m.id = l.id AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
+				     WHERE m.id = ANY (ARRAY(SELECT id FROM chosen)) AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
 				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
 				              m.max_attempts, m.created_at, m.last_error
 				)
@@ -308,12 +329,13 @@ public final class QueueSql {
 		// 6 channel. Wakes the queue's pollers in every process (one notification per queue: equal
 		// ones are folded at commit), so that they learn when the retry is due and wake then.
 		this.retry = """
-				WITH retried AS (
+				WITH r AS (SELECT * FROM unnest(?::bigint[], ?::bigint[], ?::text[]) AS r(id, delay_ms, error)),
+				retried AS (
 				    UPDATE %s.message m
 				       SET visible_at = now() + r.delay_ms * interval '1 millisecond',
 				           last_error = COALESCE(r.error, m.last_error), claim_open = false
-				      FROM unnest(?::bigint[], ?::bigint[], ?::text[]) AS r(id, delay_ms, error)
-				     WHERE m.id = r.id AND pg_backend_pid() = ?
+				      FROM r
+				     WHERE m.id = ANY (ARRAY(SELECT id FROM r)) AND m.id = r.id AND pg_backend_pid() = ?
 				    RETURNING m.id, m.queue, pg_advisory_unlock(?, m.id::bit(32)::int4) AS unlocked)
 				SELECT id, unlocked, pg_notify(?, queue) FROM retried""".formatted(s);
 
@@ -323,13 +345,14 @@ public final class QueueSql {
 		// letter (or whose dead-letter queue is its own queue) is parked instead: it stays where it
 		// is, invisible until a redrive, so no configuration can move it on and on.
 		this.deadLetter = ("""
-				WITH moved AS (
-				    UPDATE %s.message m
+				WITH n AS (SELECT * FROM unnest(?::bigint[], ?::text[], ?::text[]) AS n(id, dlq, error)),
+				moved AS (
+				    UPDATE %1$s.message m
 """ + DEAD_LETTER_MOVE.formatted("m.attempts") + """
 				      FROM (SELECT n.id, n.dlq, n.error, jsonb_exists(o.headers, 'pgqueue-dead-lettered-from') OR n.dlq = o.queue
-				              FROM unnest(?::bigint[], ?::text[], ?::text[]) AS n(id, dlq, error)
-				              JOIN %1$s.message o ON o.id = n.id) AS d(id, dlq, error, park)
-				     WHERE m.id = d.id AND pg_backend_pid() = ?
+				              FROM n JOIN %1$s.message o ON o.id = n.id
+				             WHERE o.id = ANY (ARRAY(SELECT id FROM n))) AS d(id, dlq, error, park)
+				     WHERE m.id = ANY (ARRAY(SELECT id FROM n)) AND m.id = d.id AND pg_backend_pid() = ?
 				    RETURNING m.id, m.queue, d.park, pg_advisory_unlock(?, m.id::bit(32)::int4) AS unlocked)
 				SELECT id, unlocked, CASE WHEN NOT park THEN pg_notify(?, queue) END FROM moved""").formatted(s);
 
@@ -524,26 +547,28 @@ public final class QueueSql {
 
 		// 1 ids, 2 attempts (the failed attempt's number, stored), 3 delays ms, 4 errors, 5 channel.
 		this.transactionalRetry = """
-				WITH retried AS (
+				WITH r AS (SELECT * FROM unnest(?::bigint[], ?::int[], ?::bigint[], ?::text[]) AS r(id, attempts, delay_ms, error)),
+				retried AS (
 				    UPDATE %s.message m
 				       SET attempts = r.attempts, visible_at = now() + r.delay_ms * interval '1 millisecond',
 				           last_error = COALESCE(r.error, m.last_error), claim_open = false
-				      FROM unnest(?::bigint[], ?::int[], ?::bigint[], ?::text[]) AS r(id, attempts, delay_ms, error)
-				     WHERE m.id = r.id
+				      FROM r
+				     WHERE m.id = ANY (ARRAY(SELECT id FROM r)) AND m.id = r.id
 				    RETURNING m.id, m.queue)
 				SELECT id, pg_notify(?, queue) FROM retried""".formatted(s);
 
 		// 1 ids, 2 attempts, 3 dead-letter queues, 4 errors, 5 channel. As deadLetter, in the
 		// handlers' transaction.
 		this.transactionalDeadLetter = ("""
-				WITH moved AS (
-				    UPDATE %s.message m
+				WITH n AS (SELECT * FROM unnest(?::bigint[], ?::int[], ?::text[], ?::text[]) AS n(id, attempts, dlq, error)),
+				moved AS (
+				    UPDATE %1$s.message m
 """ + DEAD_LETTER_MOVE.formatted("d.attempts") + """
 				      FROM (SELECT n.id, n.attempts, n.dlq, n.error,
 				                   jsonb_exists(o.headers, 'pgqueue-dead-lettered-from') OR n.dlq = o.queue
-				              FROM unnest(?::bigint[], ?::int[], ?::text[], ?::text[]) AS n(id, attempts, dlq, error)
-				              JOIN %1$s.message o ON o.id = n.id) AS d(id, attempts, dlq, error, park)
-				     WHERE m.id = d.id
+				              FROM n JOIN %1$s.message o ON o.id = n.id
+				             WHERE o.id = ANY (ARRAY(SELECT id FROM n))) AS d(id, attempts, dlq, error, park)
+				     WHERE m.id = ANY (ARRAY(SELECT id FROM n)) AND m.id = d.id
 				    RETURNING m.id, m.queue, d.park)
 				SELECT id, CASE WHEN NOT park THEN pg_notify(?, queue) END FROM moved""").formatted(s);
 

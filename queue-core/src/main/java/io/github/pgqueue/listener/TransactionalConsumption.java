@@ -116,8 +116,8 @@ final class TransactionalConsumption implements Consumption {
 		this.transactions = new TransactionTemplate(transactionManager);
 		this.transactions.setName("pgqueue-" + endpoint.id());
 		this.transactions.setTimeout((int) Math.max(1, (this.timeout.toMillis() + 999) / 1000));
-		this.claimThenSavepoint = this.sql.transactionalClaim(this.batchSize, this.filter != null) + ";\nSAVEPOINT "
-				+ CLAIMED;
+		this.claimThenSavepoint = QueueSql.withIndexPlans(this.sql.transactionalClaim(this.batchSize,
+				this.filter != null)) + ";\nSAVEPOINT " + CLAIMED;
 	}
 
 	@Override
@@ -351,7 +351,9 @@ final class TransactionalConsumption implements Consumption {
 			ps.setString(++i, queue);
 			ps.setInt(++i, this.maxPayloadBytes);
 			ps.setString(++i, queue);
-			ps.execute();
+			if (!ps.execute()) {
+				ps.getMoreResults(); // past the SET before the claim
+			}
 			try (ResultSet rs = ps.getResultSet()) {
 				while (rs.next()) {
 					if (rs.getObject(1) == null) {
@@ -398,7 +400,7 @@ final class TransactionalConsumption implements Consumption {
 		String release = releaseClaim ? "RELEASE SAVEPOINT " + CLAIMED + ";\n" : "";
 		try {
 			if (!acks.isEmpty()) {
-				try (PreparedStatement ps = connection.prepareStatement(release + this.sql.transactionalAck())) {
+				try (PreparedStatement ps = connection.prepareStatement(release + QueueSql.withIndexPlans(this.sql.transactionalAck()))) {
 					ps.setArray(1, connection.createArrayOf("bigint", acks.toArray()));
 					ps.setString(2, queue);
 					ps.execute();
@@ -406,7 +408,7 @@ final class TransactionalConsumption implements Consumption {
 				release = "";
 			}
 			if (!retries.isEmpty()) {
-				try (PreparedStatement ps = connection.prepareStatement(release + this.sql.transactionalRetry())) {
+				try (PreparedStatement ps = connection.prepareStatement(release + QueueSql.withIndexPlans(this.sql.transactionalRetry()))) {
 					ps.setArray(1, ids(connection, retries));
 					ps.setArray(2, attempts(connection, retries));
 					ps.setArray(3, connection.createArrayOf("bigint",
@@ -418,7 +420,7 @@ final class TransactionalConsumption implements Consumption {
 				release = "";
 			}
 			if (!deadLetters.isEmpty()) {
-				try (PreparedStatement ps = connection.prepareStatement(release + this.sql.transactionalDeadLetter())) {
+				try (PreparedStatement ps = connection.prepareStatement(release + QueueSql.withIndexPlans(this.sql.transactionalDeadLetter()))) {
 					ps.setArray(1, ids(connection, deadLetters));
 					ps.setArray(2, attempts(connection, deadLetters));
 					ps.setArray(3, connection.createArrayOf("text",

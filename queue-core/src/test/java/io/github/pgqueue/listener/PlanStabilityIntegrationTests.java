@@ -1,0 +1,123 @@
+package io.github.pgqueue.listener;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.pgqueue.AckMode;
+import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueDefinition;
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.PostgresExtension;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The plans a consumer's statements get while its queue is empty, as it is when an application
+ * starts, still walk indexes once a backlog arrives. The driver prepares a statement run often
+ * and PostgreSQL then keeps a generic plan per connection, planned for the table as it was:
+ * empty, a sequential scan is the cheapest plan for everything. Here every statement is planned
+ * generically from its first run, on a schema of its own whose message table starts empty; the
+ * table's scan counters, flushed when the consumers' connections end, show how the backlog was
+ * read.
+ */
+@ExtendWith(PostgresExtension.class)
+class PlanStabilityIntegrationTests {
+
+	private static final String SCHEMA = "pgqueue_plans";
+
+	private static final int BACKLOG = 3000;
+
+	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
+
+	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
+
+	@BeforeAll
+	static void schema() {
+		EmbeddedPostgres.get().migrate(SCHEMA, null);
+	}
+
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void statementsPlannedOnAnEmptyQueueDoNotScanTheBacklog(ConsumptionMode mode) throws InterruptedException {
+		this.jdbc.execute("TRUNCATE " + SCHEMA + ".message");
+		this.jdbc.execute("VACUUM ANALYZE " + SCHEMA + ".message");
+		AtomicInteger handled = new AtomicInteger();
+		String application = "plans-" + mode.name().toLowerCase();
+		Map<String, Object> before;
+		try (HikariDataSource app = genericPlans(application + "-app");
+				HikariDataSource consumers = genericPlans(application)) {
+			QueueTemplate template = QueueTemplate.builder(app).schema(SCHEMA).build();
+			QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(template, consumers,
+					Duration.ofSeconds(5));
+			registry.registerListenerEndpoint(new QueueListenerEndpoint("plans", List.of("plans"), 1, AckMode.AUTO,
+					true, Integer.class, (message, ack) -> {
+						if ((Integer) message.payload() % 10 == 0 && message.attempt() == 1) {
+							throw new IllegalStateException("retry me"); // the retry statement runs too
+						}
+						handled.incrementAndGet();
+					}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(20), mode, Duration.ofSeconds(30)));
+			template.declare(new QueueDefinition("plans", 5, Duration.ofMillis(1), 1.0, Duration.ofMillis(1), null));
+			before = scans();
+			registry.start();
+			try {
+				// Idle polls (every 20 ms): the claim is planned on the empty table. Then one message, failed
+				// once: the retry and the ack are planned on a table of one row.
+				Thread.sleep(300);
+				template.send("plans", 0);
+				await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 1);
+				template.sendBatch("plans", IntStream.range(1, BACKLOG + 1).boxed().toList());
+				await().atMost(Duration.ofSeconds(60)).until(() -> handled.get() == BACKLOG + 1);
+			}
+			finally {
+				registry.stop();
+			}
+		}
+		// The consumers' connections are closed: their counters are flushed.
+		await().atMost(Duration.ofSeconds(10))
+			.until(() -> this.jdbc.queryForObject("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE ?",
+					Integer.class, application + "%") == 0);
+		Map<String, Object> after = scans();
+		assertThat(delta(before, after, "seq_tup_read")).as("rows read by sequential scans of the message table")
+			.isLessThan(BACKLOG);
+		assertThat(delta(before, after, "idx_tup_fetch")).as("rows fetched through indexes per message (a walk of the whole backlog per "
+				+ "batch fetches hundreds)").isLessThan(20L * BACKLOG);
+	}
+
+	private static long delta(Map<String, Object> before, Map<String, Object> after, String counter) {
+		return ((Number) after.get(counter)).longValue() - ((Number) before.get(counter)).longValue();
+	}
+
+	private Map<String, Object> scans() {
+		this.jdbc.execute("SELECT pg_stat_clear_snapshot()");
+		return this.jdbc.queryForMap("SELECT seq_tup_read, idx_tup_fetch FROM pg_stat_user_tables "
+				+ "WHERE schemaname = ? AND relname = 'message'", SCHEMA);
+	}
+
+	/** A pool whose statements are server-prepared and planned generically from their first run. */
+	private HikariDataSource genericPlans(String name) {
+		HikariConfig config = new HikariConfig();
+		config.setPoolName(name);
+		config.setJdbcUrl(this.postgres.jdbcUrl());
+		config.setUsername(this.postgres.username());
+		config.setMaximumPoolSize(4);
+		config.setMinimumIdle(0);
+		config.addDataSourceProperty("ApplicationName", name);
+		config.addDataSourceProperty("prepareThreshold", "1");
+		config.addDataSourceProperty("options", "-c plan_cache_mode=force_generic_plan");
+		return new HikariDataSource(config);
+	}
+
+}

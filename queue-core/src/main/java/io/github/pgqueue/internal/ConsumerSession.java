@@ -9,8 +9,10 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 import javax.sql.DataSource;
@@ -57,6 +59,25 @@ public final class ConsumerSession implements AutoCloseable {
 	private String claimedQueue;
 
 	private boolean lost;
+
+	/**
+	 * Per queue, where this session's last claim ended when it was full: the next claim goes on
+	 * from there instead of walking the claim index from the head, over the entries of every
+	 * message acked since the last vacuum. Kept only while claims come back full (a backlog).
+	 */
+	private final Map<String, ClaimCursor> cursors = new HashMap<>();
+
+	/** The last claimed row of the last claim, or null; and how many rows it claimed. */
+	private ClaimCursor lastClaimed;
+
+	private int lastClaimedCount;
+
+	/**
+	 * How long claims go on from a cursor before one starts from the head again. Rows behind a
+	 * cursor that become claimable (released by a stopping or dying consumer, or sent in a
+	 * transaction that began before the cursor's row was sent) wait at most this long in a backlog.
+	 */
+	static final long HEAD_CLAIM_INTERVAL_NANOS = 1_000_000_000L;
 
 	/** How often {@link #checkAlive()} looks at the socket. */
 	static final long ALIVE_CHECK_INTERVAL_MS = 100;
@@ -168,9 +189,28 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 		checkNotLost();
 		this.claimedQueue = queue;
-		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.claim(max, filter != null))) {
+		ClaimCursor cursor = this.cursors.remove(queue);
+		if (cursor != null && !cursor.dueForHead()) {
+			Claim claim = claim(queue, max, mayTakeOpen, filter, cursor);
+			if (!claim.messages().isEmpty() || claim.deadLettered() > 0) {
+				return claim;
+			}
+		}
+		return claim(queue, max, mayTakeOpen, filter, null);
+	}
+
+	/** Claims from the head of the queue, or after {@code cursor}; keeps the cursor of a full claim. */
+	private Claim claim(String queue, int max, boolean mayTakeOpen, HeaderFilter filter, ClaimCursor cursor) {
+		String statement = (cursor != null) ? this.sql.claimAfter(max, filter != null)
+				: this.sql.claim(max, filter != null);
+		try (PreparedStatement ps = this.connection.prepareStatement(statement)) {
 			int i = 0;
-			ps.setString(++i, queue);
+			if (cursor != null) {
+				ps.setInt(++i, cursor.priority());
+			}
+			else {
+				ps.setString(++i, queue);
+			}
 			ps.setString(++i, queue);
 			ps.setString(++i, queue);
 			ps.setString(++i, queue);
@@ -178,12 +218,20 @@ public final class ConsumerSession implements AutoCloseable {
 			if (filter != null) {
 				ps.setArray(++i, this.connection.createArrayOf("text", filter.documents()));
 			}
+			if (cursor != null) {
+				ps.setLong(++i, cursor.visibleAtMicros());
+				ps.setLong(++i, cursor.id());
+			}
 			ps.setInt(++i, this.namespace);
 			ps.setString(++i, queue);
 			ps.setInt(++i, this.namespace);
 			ps.setInt(++i, this.maxPayloadBytes);
 			ps.setString(++i, queue);
-			return readClaim(queue, ps);
+			Claim claim = readClaim(queue, ps);
+			if (this.lastClaimed != null && this.lastClaimedCount == max) {
+				this.cursors.put(queue, this.lastClaimed.since((cursor != null) ? cursor.headClaimedAt() : System.nanoTime()));
+			}
+			return claim;
 		}
 		catch (SQLException ex) {
 			throw claimFailure(queue, ex);
@@ -230,11 +278,16 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 	}
 
-	/** Reads a claim's rows: holds what was claimed, dead-letters what is exhausted or oversized. */
+	/**
+	 * Reads a claim's rows: holds what was claimed, dead-letters what is exhausted or oversized.
+	 * Notes where the last claimed row is in the claim index, and how many rows were claimed.
+	 */
 	private Claim readClaim(String queue, PreparedStatement ps) throws SQLException {
 		List<ClaimedMessage> deliverable = new ArrayList<>();
 		List<DeadLetter> letters = new ArrayList<>();
 		Duration nextVisible = null;
+		this.lastClaimed = null;
+		this.lastClaimedCount = 0;
 		try (ResultSet rs = ps.executeQuery()) {
 			while (rs.next()) {
 				if (rs.getObject(1) == null) {
@@ -247,6 +300,8 @@ public final class ConsumerSession implements AutoCloseable {
 				}
 				ClaimedMessage message = read(queue, rs);
 				this.held.add(message.id());
+				this.lastClaimed = new ClaimCursor(message.priority(), rs.getLong(15), message.id(), 0);
+				this.lastClaimedCount++;
 				String unusable = unusable(message, this.maxPayloadBytes);
 				if (unusable != null) {
 					letters.add(DeadLetter.of(message, unusable));
@@ -576,6 +631,22 @@ public final class ConsumerSession implements AutoCloseable {
 	 * visible (null when none is waiting or it is unknown).
 	 */
 	public record Claim(List<ClaimedMessage> messages, int deadLettered, Duration nextVisibleIn) {
+
+	}
+
+	/**
+	 * A row's place in the claim index (its priority, visible_at in microseconds since the epoch,
+	 * and id), and when the claims that led to it last started from the head.
+	 */
+	record ClaimCursor(int priority, long visibleAtMicros, long id, long headClaimedAt) {
+
+		ClaimCursor since(long headClaimedAt) {
+			return new ClaimCursor(this.priority, this.visibleAtMicros, this.id, headClaimedAt);
+		}
+
+		boolean dueForHead() {
+			return System.nanoTime() - this.headClaimedAt >= HEAD_CLAIM_INTERVAL_NANOS;
+		}
 
 	}
 

@@ -59,6 +59,31 @@ public final class QueueSql {
 			""";
 
 	/**
+	 * The claims' CTE of priorities when they go on from where the poller's last full claim ended
+	 * (1 that claim's last priority, 2 queue, 3 queue (paused?)): that priority alone, and only if
+	 * the queue holds no message of a lower one, visible or not. Its parameters take the places of
+	 * {@link #PRIORITIES}'s.
+	 */
+	private static final String CURSOR_PRIORITY = """
+			WITH RECURSIVE cursor AS (SELECT ?::int AS priority),
+			priorities AS (
+			    SELECT c.priority FROM cursor c
+			     WHERE NOT EXISTS (SELECT 1 FROM %1$s.message WHERE queue = ? AND priority < c.priority)
+			       AND NOT EXISTS (SELECT 1 FROM %1$s.queue WHERE name = ? AND paused)
+			),
+			""";
+
+	/**
+	 * The start of a claim's candidates m when it goes on from a cursor (1 the last claimed row's
+	 * visible_at in microseconds since the epoch, 2 its id): after that row in the claim index, so
+	 * the scan descends to it rather than stepping over every entry before it. Those are mostly the
+	 * dead entries of messages acked since the last vacuum, which every claim from the head walks.
+	 */
+	private static final String AFTER_CURSOR = """
+			               AND (m.visible_at, m.id) > ('epoch'::timestamptz + ? * interval '1 microsecond', ?)
+			""";
+
+	/**
 	 * The condition of a claim's candidate m (no parameter): outside any FIFO group, or its group's
 	 * head: no older message of its group is in the queue.
 	 */
@@ -81,7 +106,9 @@ public final class QueueSql {
 
 	/**
 	 * Columns 3 to 15 of a claim's rows, from claimed row c, its payload text p and its queue q
-	 * (1 payload limit); formatted with the attempt's expression.
+	 * (1 payload limit); formatted with the attempt's expression. Column 15 is the row's visible_at
+	 * in microseconds since the epoch: with its priority and id, where a claim that goes on from it
+	 * starts.
 	 */
 	private static final String CLAIMED_COLUMNS = """
 			       CASE WHEN octet_length(p.text) <= ? THEN p.text END, c.headers::text, c.priority,
@@ -93,7 +120,7 @@ public final class QueueSql {
 			       COALESCE(q.backoff_max_ms, 600000),
 			       c.last_error,
 			       octet_length(p.text),
-			       NULL::bigint
+			       (extract(epoch FROM c.visible_at) * 1000000)::bigint
 			""";
 
 	/** The payload text p and queue policy q of a claimed row c. */
@@ -279,8 +306,7 @@ public final class QueueSql {
 		// an idle poller sleeps until then and not a whole poll interval: in the same statement, so
 		// an idle poll still costs one.
 		this.claim = ("""
-				""" + PRIORITIES + """
-				locked AS (
+				{priorities}locked AS (
 				    SELECT c.id, c.suspect, row_number() OVER () AS n
 				      FROM priorities p
 				     CROSS JOIN LATERAL (
@@ -288,7 +314,7 @@ public final class QueueSql {
 				              FROM %1$s.message m
 				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
 				               AND (? OR NOT (m.claim_open AND m.claimed_at > pg_postmaster_start_time()))
-				{filter}""" + GROUP_HEAD + """
+				{filter}{after}""" + GROUP_HEAD + """
 				             ORDER BY m.visible_at, m.id
 				             LIMIT {window}) c
 				     WHERE pg_try_advisory_lock(?, c.id::bit(32)::int4)
@@ -508,8 +534,7 @@ public final class QueueSql {
 		// if the attempt fails (or by the suspect claim, if the consumer dies). Output as the session
 		// claim's, with column 2 true for a suspect (id only), and the next-due row when no candidate.
 		this.transactionalClaim = ("""
-				""" + PRIORITIES + """
-				candidates AS MATERIALIZED (
+				{priorities}candidates AS MATERIALIZED (
 				    SELECT c.id, (c.claim_open AND c.claimed_at > pg_postmaster_start_time())
 				                 OR CASE WHEN c.xmax = '0'::xid THEN false ELSE %1$s.locker_aborted(c.xmax) END AS suspect
 				      FROM priorities p
@@ -517,7 +542,7 @@ public final class QueueSql {
 				            SELECT m.id, m.xmax, m.claim_open, m.claimed_at
 				              FROM %1$s.message m
 				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
-				{filter}""" + GROUP_HEAD + """
+				{filter}{after}""" + GROUP_HEAD + """
 				             ORDER BY m.visible_at, m.id
 				             LIMIT {window}) c
 				     WHERE pg_try_advisory_xact_lock(?, c.id::bit(32)::int4)
@@ -677,21 +702,37 @@ public final class QueueSql {
 	 * up by one.
 	 */
 	public String claim(int batchSize, boolean filtered) {
-		return this.claimsBySize.computeIfAbsent(key(batchSize, filtered),
-				(key) -> specialized(this.claim, batchSize, filtered));
+		return this.claimsBySize.computeIfAbsent(key(batchSize, filtered, false),
+				(key) -> specialized(this.claim, batchSize, filtered, false));
 	}
 
-	private static int key(int batchSize, boolean filtered) {
-		return 2 * batchSize + (filtered ? 1 : 0);
+	/**
+	 * The session claim that goes on from where this poller's last full claim ended, in that
+	 * claim's last priority and after its last row in the claim index: parameter 1 is that claim's last
+	 * priority (an int, where the claim from the head has the queue), and its last visible_at in
+	 * microseconds and id follow the filter (or take its place), moving the ones after them up by
+	 * two. It claims nothing when the queue holds a message of a lower priority: the caller then
+	 * claims from the head.
+	 */
+	public String claimAfter(int batchSize, boolean filtered) {
+		return this.claimsBySize.computeIfAbsent(key(batchSize, filtered, true),
+				(key) -> specialized(this.claim, batchSize, filtered, true));
 	}
 
-	private static String specialized(String claim, int batchSize, boolean filtered) {
+	private static int key(int batchSize, boolean filtered, boolean afterCursor) {
+		return 4 * batchSize + (filtered ? 1 : 0) + (afterCursor ? 2 : 0);
+	}
+
+	private String specialized(String claim, int batchSize, boolean filtered, boolean afterCursor) {
 		if (batchSize < 1) {
 			throw new IllegalArgumentException("A claim takes at least one message, not " + batchSize);
 		}
-		return claim.replace("{window}", String.valueOf(batchSize + CLAIM_WINDOW))
+		String s = "\"" + this.schema + "\"";
+		return claim.replace("{priorities}", (afterCursor ? CURSOR_PRIORITY : PRIORITIES).formatted(s))
+			.replace("{window}", String.valueOf(batchSize + CLAIM_WINDOW))
 			.replace("{batch}", String.valueOf(batchSize))
-			.replace("{filter}", filtered ? HEADER_FILTER : "");
+			.replace("{filter}", filtered ? HEADER_FILTER : "")
+			.replace("{after}", afterCursor ? AFTER_CURSOR : "");
 	}
 
 	public String ack() {
@@ -769,8 +810,17 @@ public final class QueueSql {
 	 * up by one.
 	 */
 	public String transactionalClaim(int batchSize, boolean filtered) {
-		return this.transactionalClaimsBySize.computeIfAbsent(key(batchSize, filtered),
-				(key) -> specialized(this.transactionalClaim, batchSize, filtered));
+		return this.transactionalClaimsBySize.computeIfAbsent(key(batchSize, filtered, false),
+				(key) -> specialized(this.transactionalClaim, batchSize, filtered, false));
+	}
+
+	/**
+	 * The transactional claim that goes on from a cursor, with its parameters placed as in
+	 * {@link #claimAfter(int, boolean)}: 1 the priority, and the visible_at and id after the filter.
+	 */
+	public String transactionalClaimAfter(int batchSize, boolean filtered) {
+		return this.transactionalClaimsBySize.computeIfAbsent(key(batchSize, filtered, true),
+				(key) -> specialized(this.transactionalClaim, batchSize, filtered, true));
 	}
 
 	public String transactionalAck() {

@@ -367,6 +367,77 @@ class DeliveryProtocolIntegrationTests {
 		assertThat(advisoryLocks()).isZero();
 	}
 
+	@Test
+	void aClaimGoingOnFromItsLastFullBatchStillTakesALowerPriorityFirst() {
+		this.template.sendBatch("cursor-prio", IntStream.range(0, 30).boxed().toList(),
+				SendOptions.builder().priority(5).build());
+		try (ConsumerSession session = this.template.openSession()) {
+			List<ClaimedMessage> first = session.claim("cursor-prio", 10).messages(); // full: a cursor
+			session.ack(first.stream().map(ClaimedMessage::id).toList());
+			long urgent = this.template.send("cursor-prio", "urgent", SendOptions.builder().priority(0).build());
+			List<ClaimedMessage> next = session.claim("cursor-prio", 10).messages();
+			assertThat(next.get(0).id()).as("the lower priority, sent after the cursor was taken").isEqualTo(urgent);
+			assertThat(next).extracting(ClaimedMessage::priority).containsExactly(0, 5, 5, 5, 5, 5, 5, 5, 5, 5);
+		}
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	@Test
+	void messagesReleasedBehindTheCursorsOfBusyConsumersAreClaimedAgain() throws Exception {
+		// Every fifth batch is released instead of acked: its rows are behind the cursors of the
+		// consumers that go on claiming full batches, and only a claim from the head finds them.
+		List<Long> sent = sendMany("cursor-release", 6_000);
+		Map<Long, AtomicInteger> acked = new ConcurrentHashMap<>();
+		Map<Long, Long> holders = new ConcurrentHashMap<>();
+		AtomicInteger overlaps = new AtomicInteger();
+		AtomicInteger released = new AtomicInteger();
+		ExecutorService pool = Executors.newFixedThreadPool(4);
+		try {
+			List<Future<?>> futures = new ArrayList<>();
+			for (int i = 0; i < 4; i++) {
+				futures.add(pool.submit(() -> {
+					long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+					int claims = 0;
+					try (ConsumerSession session = this.template.openSession()) {
+						while (acked.size() < sent.size() && System.nanoTime() < deadline) {
+							List<Long> ids = session.claim("cursor-release", 20).messages().stream()
+								.map(ClaimedMessage::id).toList();
+							if (ids.isEmpty()) {
+								Thread.sleep(2);
+								continue;
+							}
+							for (long id : ids) {
+								if (holders.putIfAbsent(id, Thread.currentThread().getId()) != null) {
+									overlaps.incrementAndGet();
+								}
+							}
+							if (++claims % 5 == 0) {
+								ids.forEach(holders::remove);
+								session.release(ids);
+								released.addAndGet(ids.size());
+							}
+							else {
+								ids.forEach((id) -> acked.computeIfAbsent(id, (k) -> new AtomicInteger()).incrementAndGet());
+								ids.forEach(holders::remove);
+								session.ack(ids);
+							}
+						}
+					}
+					return null;
+				}));
+			}
+			for (Future<?> future : futures) {
+				future.get(90, TimeUnit.SECONDS);
+			}
+		}
+		finally {
+			pool.shutdownNow();
+		}
+		assertThat(released.get()).as("batches released behind the cursors").isPositive();
+		assertThat(overlaps.get()).as("messages held by two consumers at once").isZero();
+		assertEachDeliveredOnce(acked, sent);
+	}
+
 	private Map<Long, AtomicInteger> drain(String queue, int consumers, int batch, int expected) throws Exception {
 		AtomicLong delivered = new AtomicLong();
 		return drain(queue, consumers, batch, delivered, () -> delivered.get() >= expected);

@@ -300,7 +300,7 @@ public final class ConsumerSession implements AutoCloseable {
 				}
 				ClaimedMessage message = read(queue, rs);
 				this.held.add(message.id());
-				this.lastClaimed = new ClaimCursor(message.priority(), rs.getLong(15), message.id(), 0);
+				this.lastClaimed = ClaimCursor.of(rs);
 				this.lastClaimedCount++;
 				String unusable = unusable(message, this.maxPayloadBytes);
 				if (unusable != null) {
@@ -635,16 +635,24 @@ public final class ConsumerSession implements AutoCloseable {
 	}
 
 	/**
-	 * A row's place in the claim index (its priority, visible_at in microseconds since the epoch,
-	 * and id), and when the claims that led to it last started from the head.
+	 * Where a poller's claims go on from: a row's place in the claim index (its priority, visible_at
+	 * in microseconds since the epoch, as a claim's column 15 gives it, and id), and when the claims
+	 * that led to it last started from the head ({@link System#nanoTime()}).
 	 */
-	record ClaimCursor(int priority, long visibleAtMicros, long id, long headClaimedAt) {
+	public record ClaimCursor(int priority, long visibleAtMicros, long id, long headClaimedAt) {
 
-		ClaimCursor since(long headClaimedAt) {
+		/** The place of the claimed row at the current row of {@code rs}, a claim's result. */
+		public static ClaimCursor of(ResultSet rs) throws SQLException {
+			return new ClaimCursor(rs.getInt(5), rs.getLong(15), rs.getLong(1), 0);
+		}
+
+		/** This place, reached by claims that last started from the head at {@code headClaimedAt}. */
+		public ClaimCursor since(long headClaimedAt) {
 			return new ClaimCursor(this.priority, this.visibleAtMicros, this.id, headClaimedAt);
 		}
 
-		boolean dueForHead() {
+		/** Whether the next claim is to start from the head again: the last one that did is too old. */
+		public boolean dueForHead() {
 			return System.nanoTime() - this.headClaimedAt >= HEAD_CLAIM_INTERVAL_NANOS;
 		}
 

@@ -10,7 +10,9 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
@@ -20,6 +22,7 @@ import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.internal.ClaimedMessage;
 import io.github.pgqueue.internal.HeaderFilter;
 import io.github.pgqueue.internal.ConsumerSession;
+import io.github.pgqueue.internal.ConsumerSession.ClaimCursor;
 import io.github.pgqueue.internal.ListenerMetrics.Outcome;
 import io.github.pgqueue.internal.ListenerMetrics;
 import io.github.pgqueue.internal.QueueSql;
@@ -99,6 +102,12 @@ final class TransactionalConsumption implements Consumption {
 	/** The claim, then the savepoint before the handlers, in one round trip. */
 	private final String claimThenSavepoint;
 
+	/** The same, going on from a cursor. */
+	private final String cursorClaimThenSavepoint;
+
+	/** Per queue, where this poller's last full batch ended (see {@link ConsumerSession}). */
+	private final Map<String, ClaimCursor> cursors = new HashMap<>();
+
 	TransactionalConsumption(Dispatcher dispatcher, QueueTemplate template, PlatformTransactionManager transactionManager,
 			Supplier<ConsumerSession> sessions, ListenerMetrics metrics, QueueListenerEndpoint endpoint,
 			BooleanSupplier running) {
@@ -117,6 +126,8 @@ final class TransactionalConsumption implements Consumption {
 		this.transactions.setName("pgqueue-" + endpoint.id());
 		this.transactions.setTimeout((int) Math.max(1, (this.timeout.toMillis() + 999) / 1000));
 		this.claimThenSavepoint = QueueSql.withIndexPlans(this.sql.transactionalClaim(this.batchSize,
+				this.filter != null)) + ";\nSAVEPOINT " + CLAIMED;
+		this.cursorClaimThenSavepoint = QueueSql.withIndexPlans(this.sql.transactionalClaimAfter(this.batchSize,
 				this.filter != null)) + ";\nSAVEPOINT " + CLAIMED;
 	}
 
@@ -137,7 +148,9 @@ final class TransactionalConsumption implements Consumption {
 				handled += runSuspect(queue, id, timer);
 			}
 		}
-		return new Polled(handled, batch.claimed == this.batchSize, batch.nextVisibleIn);
+		// A claim from a cursor that found nothing says nothing of the queue: claim from the head now.
+		boolean full = batch.claimed == this.batchSize || (batch.fromCursor && batch.claimed == 0);
+		return new Polled(handled, full, batch.nextVisibleIn);
 	}
 
 	private Batch runBatch(String queue, TransactionStatus status, Timer timer) {
@@ -335,17 +348,37 @@ final class TransactionalConsumption implements Consumption {
 		return giveBack;
 	}
 
-	/** Claims a batch, only messages whose headers match the listener's filter if it has one. */
+	/**
+	 * Claims a batch, only messages whose headers match the listener's filter if it has one: from
+	 * where this poller's last full batch ended, as a session poller does (see
+	 * {@link ConsumerSession}), or from the head.
+	 */
 	private Batch claim(String queue, Connection connection) {
 		Batch batch = new Batch();
-		try (PreparedStatement ps = connection.prepareStatement(this.claimThenSavepoint)) {
+		ClaimCursor cursor = this.cursors.remove(queue);
+		if (cursor != null && cursor.dueForHead()) {
+			cursor = null;
+		}
+		batch.fromCursor = cursor != null;
+		ClaimCursor last = null;
+		try (PreparedStatement ps = connection.prepareStatement((cursor != null) ? this.cursorClaimThenSavepoint
+				: this.claimThenSavepoint)) {
 			int i = 0;
-			ps.setString(++i, queue);
+			if (cursor != null) {
+				ps.setInt(++i, cursor.priority());
+			}
+			else {
+				ps.setString(++i, queue);
+			}
 			ps.setString(++i, queue);
 			ps.setString(++i, queue);
 			ps.setString(++i, queue);
 			if (this.filter != null) {
 				ps.setArray(++i, connection.createArrayOf("text", this.filter.documents()));
+			}
+			if (cursor != null) {
+				ps.setLong(++i, cursor.visibleAtMicros());
+				ps.setLong(++i, cursor.id());
 			}
 			ps.setInt(++i, this.namespace);
 			ps.setString(++i, queue);
@@ -365,6 +398,7 @@ final class TransactionalConsumption implements Consumption {
 					}
 					else {
 						batch.messages.add(ConsumerSession.read(queue, rs));
+						last = ClaimCursor.of(rs);
 					}
 				}
 			}
@@ -375,6 +409,9 @@ final class TransactionalConsumption implements Consumption {
 					+ ex.getMessage(), ex);
 		}
 		batch.claimed = batch.messages.size();
+		if (batch.claimed == this.batchSize) {
+			this.cursors.put(queue, last.since((cursor != null) ? cursor.headClaimedAt() : System.nanoTime()));
+		}
 		return batch;
 	}
 
@@ -550,6 +587,9 @@ final class TransactionalConsumption implements Consumption {
 		final List<ClaimedMessage> messages = new ArrayList<>();
 
 		final List<Long> suspects = new ArrayList<>();
+
+		/** Whether the claim went on from a cursor rather than from the head. */
+		boolean fromCursor;
 
 		Duration nextVisibleIn;
 

@@ -347,6 +347,24 @@ class TransactionalModeIntegrationTests {
 				Boolean.class, id)).as("seen from a later snapshot: aborted").isTrue();
 	}
 
+	@Test
+	void aBatchGoingOnFromTheLastFullOneStillTakesALowerPrioritySentMeanwhile() {
+		this.template.sendBatch("tx-cursor", IntStream.range(1, 31).boxed().toList(),
+				io.github.pgqueue.SendOptions.builder().priority(5).build());
+		List<Integer> order = new java.util.concurrent.CopyOnWriteArrayList<>();
+		start(endpoint("tx-cursor", "tx-cursor", 1, AckMode.AUTO, (message, ack) -> {
+			int n = (Integer) message.payload();
+			order.add(n);
+			if (n == 1) {
+				// Commits with the first batch, which is full: the next claim has a cursor.
+				this.template.send("tx-cursor", 0, io.github.pgqueue.SendOptions.builder().priority(0).build());
+			}
+		}, 5));
+		await().atMost(Duration.ofSeconds(20)).until(() -> order.size() == 31);
+		assertThat(order.subList(0, 6)).as("the first batch, then the lower priority").containsExactly(1, 2, 3, 4, 5, 0);
+		assertThat(order.subList(6, 31)).isSorted();
+	}
+
 	private QueueListenerEndpoint endpoint(String id, String queue, int concurrency, AckMode ackMode,
 			QueueMessageListener listener, int batchSize) {
 		return new QueueListenerEndpoint(id, List.of(queue), concurrency, ackMode, true, Integer.class, listener,

@@ -67,11 +67,6 @@ public final class ConsumerSession implements AutoCloseable {
 	 */
 	private final Map<String, ClaimCursor> cursors = new HashMap<>();
 
-	/** The last claimed row of the last claim, or null; and how many rows it claimed. */
-	private ClaimCursor lastClaimed;
-
-	private int lastClaimedCount;
-
 	/**
 	 * How long claims go on from a cursor before one starts from the head again. Rows behind a
 	 * cursor that become claimable (released by a stopping or dying consumer, or sent in a
@@ -228,8 +223,8 @@ public final class ConsumerSession implements AutoCloseable {
 			ps.setInt(++i, this.maxPayloadBytes);
 			ps.setString(++i, queue);
 			Claim claim = readClaim(queue, ps);
-			if (this.lastClaimed != null && this.lastClaimedCount == max) {
-				this.cursors.put(queue, this.lastClaimed.since((cursor != null) ? cursor.headClaimedAt() : System.nanoTime()));
+			if (claim.messages().size() + claim.deadLettered() == max) {
+				this.cursors.put(queue, claim.last().since((cursor != null) ? cursor.headClaimedAt() : System.nanoTime()));
 			}
 			return claim;
 		}
@@ -280,14 +275,12 @@ public final class ConsumerSession implements AutoCloseable {
 
 	/**
 	 * Reads a claim's rows: holds what was claimed, dead-letters what is exhausted or oversized.
-	 * Notes where the last claimed row is in the claim index, and how many rows were claimed.
 	 */
 	private Claim readClaim(String queue, PreparedStatement ps) throws SQLException {
 		List<ClaimedMessage> deliverable = new ArrayList<>();
 		List<DeadLetter> letters = new ArrayList<>();
 		Duration nextVisible = null;
-		this.lastClaimed = null;
-		this.lastClaimedCount = 0;
+		ClaimCursor last = null;
 		try (ResultSet rs = ps.executeQuery()) {
 			while (rs.next()) {
 				if (rs.getObject(1) == null) {
@@ -300,8 +293,7 @@ public final class ConsumerSession implements AutoCloseable {
 				}
 				ClaimedMessage message = read(queue, rs);
 				this.held.add(message.id());
-				this.lastClaimed = ClaimCursor.of(rs);
-				this.lastClaimedCount++;
+				last = ClaimCursor.of(rs);
 				String unusable = unusable(message, this.maxPayloadBytes);
 				if (unusable != null) {
 					letters.add(DeadLetter.of(message, unusable));
@@ -315,7 +307,7 @@ public final class ConsumerSession implements AutoCloseable {
 			deadLetter(letters);
 		}
 		this.lastAliveCheck = System.nanoTime();
-		return new Claim(deliverable, letters.size(), nextVisible);
+		return new Claim(deliverable, letters.size(), nextVisible, last);
 	}
 
 	/**
@@ -626,11 +618,12 @@ public final class ConsumerSession implements AutoCloseable {
 	}
 
 	/**
-	 * The outcome of a claim: the messages to deliver, how many were dead-lettered instead, and,
-	 * when nothing could be claimed, how long until the queue's next delayed message becomes
-	 * visible (null when none is waiting or it is unknown).
+	 * The outcome of a claim: the messages to deliver, how many were dead-lettered instead, when
+	 * nothing could be claimed how long until the queue's next delayed message becomes visible
+	 * (null when none is waiting or it is unknown), and where the last claimed row is in the claim
+	 * index (null when none was claimed).
 	 */
-	public record Claim(List<ClaimedMessage> messages, int deadLettered, Duration nextVisibleIn) {
+	public record Claim(List<ClaimedMessage> messages, int deadLettered, Duration nextVisibleIn, ClaimCursor last) {
 
 	}
 

@@ -102,10 +102,12 @@ public final class QueueAdmin {
 				    ('GRANT USAGE ON SCHEMA %1$I TO %2$I'),
 				    ('GRANT SELECT, INSERT, UPDATE, DELETE ON %1$I.message TO %2$I'),
 				    ('GRANT SELECT ON %1$I.queue TO %2$I'),
-				    ('GRANT SELECT ON %1$I.setting TO %2$I')) AS s(t)
+				    ('GRANT SELECT ON %1$I.setting TO %2$I'),
+				    ('GRANT SELECT, INSERT, UPDATE, DELETE ON %1$I.holding TO %2$I')) AS s(t)
 				UNION ALL
 				SELECT format('GRANT USAGE ON SEQUENCE %s TO %I',
-				              pg_get_serial_sequence(format('%I.message', ?::text), 'id'), ?::text)""";
+				              pg_get_serial_sequence(format('%I.' || t.name, ?::text), t.id), ?::text)
+				  FROM (VALUES ('message', 'id'), ('holding', 'session')) AS t(name, id)""";
 		this.grantAccess = """
 				INSERT INTO %s.queue_access AS a (queue, role, send, consume) VALUES (?, ?, ?, ?)
 				ON CONFLICT (queue, role) DO UPDATE

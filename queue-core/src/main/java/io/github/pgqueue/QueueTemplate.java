@@ -335,7 +335,7 @@ public final class QueueTemplate implements QueueOperations {
 				return Optional.of(new Lease<>(session, message, converted));
 			}
 			catch (PayloadConversionException ex) {
-				session.release(List.of(id), true); // the attempt given back; the catch below closes the session
+				session.release(List.of(id), false); // the attempt not counted; the catch below closes the session
 				throw new PayloadConversionException("Message " + id + " of queue '" + queue + "' cannot be read as "
 						+ payloadType.getName() + " (it was left in the queue): " + ex.getMessage(), ex);
 			}

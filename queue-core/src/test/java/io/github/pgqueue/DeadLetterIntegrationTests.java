@@ -53,7 +53,7 @@ class DeadLetterIntegrationTests {
 		try (ConsumerSession session = this.template.openSession()) {
 			assertThat(session.claim("held.dlq", 1).messages()).hasSize(1);
 			assertThat(this.template.redrive("held", 10)).isZero();
-			session.release(List.of(id));
+			session.release(List.of(id), true);
 		}
 		assertThat(this.template.redrive("held", 10)).isEqualTo(1);
 		assertThat(advisoryLocks()).isZero();

@@ -219,6 +219,78 @@ class DeliveryProtocolIntegrationTests {
 	}
 
 	@Test
+	void aClaimWritesNoMessageRowOnlyItsSessionsHoldingRowWhichOutlivesASessionThatDies() {
+		List<Long> sent = sendMany("quiet", 10);
+		String versions = "SELECT string_agg(ctid::text || xmin::text, ',' ORDER BY id) FROM pgqueue.message WHERE queue = 'quiet'";
+		String before = this.jdbc.queryForObject(versions, String.class);
+		ConsumerSession dying = this.template.openSession();
+		List<ClaimedMessage> batch = dying.claim("quiet", 4).messages();
+		assertThat(batch).extracting(ClaimedMessage::attempt).containsOnly(1);
+		assertThat(this.jdbc.queryForObject(versions, String.class)).as("no row version written by the claim")
+			.isEqualTo(before);
+		assertThat(heldBy(dying)).containsExactlyElementsOf(sent.subList(0, 4));
+		dying.ack(List.of(sent.get(0)));
+		assertThat(heldBy(dying)).containsExactlyElementsOf(sent.subList(1, 4));
+
+		terminateSessionsHoldingLocks();
+		try (ConsumerSession other = this.template.openSession()) {
+			assertThat(heldBy(dying))
+				.as("the dead session's row stays while its messages are left to be counted")
+				.containsExactlyElementsOf(sent.subList(1, 4));
+			List<ClaimedMessage> fresh = other.claim("quiet", 10).messages();
+			assertThat(fresh).as("a held message of the dead session comes first, alone").hasSize(1);
+			assertThat(fresh.get(0).id()).isEqualTo(sent.get(1));
+			assertThat(fresh.get(0).attempt()).isEqualTo(2);
+			other.retry(List.of(new ConsumerSession.Retry(sent.get(1), Duration.ofDays(1), "later")));
+			assertThat(this.jdbc.queryForObject("SELECT attempts FROM pgqueue.message WHERE id = ?", Integer.class,
+					sent.get(1))).as("the lost attempt and the failed one").isEqualTo(2);
+			assertThat(heldBy(dying))
+				.containsExactlyElementsOf(sent.subList(2, 4));
+			for (int i = 2; i < 4; i++) {
+				assertThat(other.claim("quiet", 10).messages()).extracting(ClaimedMessage::id, ClaimedMessage::attempt)
+					.containsExactly(org.assertj.core.groups.Tuple.tuple(sent.get(i), 2));
+				other.ack(List.of(sent.get(i)));
+			}
+			List<ClaimedMessage> rest = other.claim("quiet", 10).messages();
+			assertThat(rest).extracting(ClaimedMessage::id).containsExactlyElementsOf(sent.subList(4, 10));
+			other.ack(rest.stream().map(ClaimedMessage::id).toList());
+		}
+		dying.close();
+		try (ConsumerSession next = this.template.openSession()) {
+			assertThat(count("SELECT count(*) FROM pgqueue.holding")).as("only the open session's row is left")
+				.isEqualTo(1);
+		}
+		assertThat(count("SELECT count(*) FROM pgqueue.holding")).as("a session that ends deletes its row").isZero();
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	@Test
+	void messagesHeldBySessionsWhenTheServerRestartedAreClaimedInBatchesNotAsSuspects() {
+		List<Long> sent = sendMany("held-at-restart", 40);
+		List<ConsumerSession> holders = new ArrayList<>();
+		for (int i = 0; i < 4; i++) {
+			ConsumerSession holder = this.template.openSession();
+			assertThat(holder.claim("held-at-restart", 10).messages()).hasSize(10);
+			holders.add(holder);
+		}
+		EmbeddedPostgres.get().restart();
+		holders.forEach(ConsumerSession::close);
+		List<Long> claimed = new ArrayList<>();
+		try (ConsumerSession session = this.template.openSession()) {
+			for (int i = 0; i < 4; i++) {
+				List<ClaimedMessage> batch = session.claim("held-at-restart", 10).messages();
+				assertThat(batch).as("a full batch: the restart, not the messages, ended those sessions").hasSize(10);
+				assertThat(batch).allMatch((message) -> message.attempt() == 1);
+				batch.forEach((message) -> claimed.add(message.id()));
+				session.ack(batch.stream().map(ClaimedMessage::id).toList());
+			}
+		}
+		assertThat(claimed).containsExactlyInAnyOrderElementsOf(sent);
+		assertThat(count("SELECT count(*) FROM pgqueue.holding")).isZero();
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	@Test
 	void aMessageThatKillsItsConsumerBurnsOnlyItsOwnAttempts() {
 		this.template.declare(QueueDefinition.of("mixed").withMaxAttempts(2));
 		List<Long> sent = sendMany("mixed", 6);
@@ -337,8 +409,8 @@ class DeliveryProtocolIntegrationTests {
 			assertThat(byA).extracting(ClaimedMessage::id).containsExactly(7L);
 			List<ClaimedMessage> byB = b.claim("fold", 1).messages();
 			assertThat(byB).extracting(ClaimedMessage::id).as("same lock key as 7, held by A").doesNotContain(4294967303L);
-			a.release(List.of(7L));
-			b.release(byB.stream().map(ClaimedMessage::id).toList());
+			a.release(List.of(7L), true);
+			b.release(byB.stream().map(ClaimedMessage::id).toList(), true);
 		}
 		Map<Long, AtomicInteger> deliveries = drain("fold", 4, 10, sent.size());
 		assertEachDeliveredOnce(deliveries, sent);
@@ -413,7 +485,7 @@ class DeliveryProtocolIntegrationTests {
 							}
 							if (++claims % 5 == 0) {
 								ids.forEach(holders::remove);
-								session.release(ids);
+								session.release(ids, true);
 								released.addAndGet(ids.size());
 							}
 							else {
@@ -517,6 +589,12 @@ class DeliveryProtocolIntegrationTests {
 		pids.forEach((pid) -> this.jdbc.queryForObject("SELECT pg_terminate_backend(?)", Boolean.class, pid));
 		org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
 			.until(() -> count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'") == 0);
+	}
+
+	/** The ids listed in the holding row of {@code session}. */
+	private List<Long> heldBy(ConsumerSession session) {
+		return this.jdbc.queryForObject("SELECT ids FROM pgqueue.holding WHERE pid = ?",
+				(rs, n) -> List.of((Long[]) rs.getArray(1).getArray()), session.backendPid());
 	}
 
 	private long advisoryLocks() {

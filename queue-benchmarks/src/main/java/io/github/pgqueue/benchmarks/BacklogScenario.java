@@ -117,7 +117,7 @@ final class BacklogScenario {
 			// EXPLAIN ANALYZE runs the claim: its attempt counts are rolled back, its session locks released.
 			connection.setAutoCommit(false);
 			try (PreparedStatement ps = connection.prepareStatement("EXPLAIN (ANALYZE, BUFFERS) " + sql.claim(BATCH))) {
-				RawSameGuaranteeSystem.bindClaim(ps, BATCH, namespace);
+				RawSameGuaranteeSystem.bindClaim(ps, namespace);
 				try (ResultSet rs = ps.executeQuery()) {
 					while (rs.next()) {
 						plan.append(rs.getString(1)).append('\n');

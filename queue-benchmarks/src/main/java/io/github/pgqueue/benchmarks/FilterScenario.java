@@ -218,9 +218,11 @@ final class FilterScenario {
 					ps.setArray(6, connection.createArrayOf("text", HeaderFilter.parse(FILTER).documents()));
 					ps.setInt(7, namespace);
 					ps.setString(8, QUEUE);
-					ps.setInt(9, namespace);
-					ps.setInt(10, 1 << 20);
-					ps.setString(11, QUEUE);
+					ps.setString(9, QUEUE);
+					ps.setLong(10, 0); // no session: nothing listed as held
+					ps.setInt(11, namespace);
+					ps.setInt(12, 1 << 20);
+					ps.setString(13, QUEUE);
 					try (ResultSet rs = ps.executeQuery()) {
 						while (rs.next()) {
 							plan.append(rs.getString(1)).append('\n');

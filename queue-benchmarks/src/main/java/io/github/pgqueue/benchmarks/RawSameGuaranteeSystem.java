@@ -136,15 +136,16 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 	}
 
 	/**
-	 * Binds pgqueue's claim (lock, re-check and count the attempt, unlock what the re-check
-	 * skipped), whose batch size is written into its text: 1–4 queue, 5 may take suspects,
-	 * 6 namespace, 7 queue, 8 namespace, 9 payload limit in bytes, 10 queue.
+	 * Binds pgqueue's claim (lock, re-check, list what it holds in its session's holding row,
+	 * unlock what the re-check skipped), whose batch size is written into its text: 1–4 queue,
+	 * 5 may take suspects, 6 namespace, 7 queue, 8 queue, 9 session key (0: none, nothing is
+	 * listed), 10 namespace, 11 payload limit in bytes, 12 queue.
 	 */
-	static void bindClaim(PreparedStatement claim, int batchSize, int namespace) throws SQLException {
-		bindClaim(claim, QUEUE, batchSize, namespace);
+	static void bindClaim(PreparedStatement claim, int namespace) throws SQLException {
+		bindClaim(claim, QUEUE, namespace, 0);
 	}
 
-	static void bindClaim(PreparedStatement claim, String queue, int batchSize, int namespace) throws SQLException {
+	static void bindClaim(PreparedStatement claim, String queue, int namespace, long sessionKey) throws SQLException {
 		claim.setString(1, queue);
 		claim.setString(2, queue);
 		claim.setString(3, queue);
@@ -152,9 +153,11 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 		claim.setBoolean(5, true);
 		claim.setInt(6, namespace);
 		claim.setString(7, queue);
-		claim.setInt(8, namespace);
-		claim.setInt(9, QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
-		claim.setString(10, queue);
+		claim.setString(8, queue);
+		claim.setLong(9, sessionKey);
+		claim.setInt(10, namespace);
+		claim.setInt(11, QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
+		claim.setString(12, queue);
 	}
 
 	/** One worker's session: its backend pid guards the ack, as in pgqueue. */
@@ -164,11 +167,11 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 
 		private final String queue;
 
-		private final int batchSize;
-
 		private final MessageHandler handler;
 
 		private final int pid;
+
+		private final long sessionKey;
 
 		private final PreparedStatement claim;
 
@@ -180,12 +183,12 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 		Session(Connection connection, String queue, int batchSize, MessageHandler handler) throws SQLException {
 			this.connection = connection;
 			this.queue = queue;
-			this.batchSize = batchSize;
 			this.handler = handler;
-			try (PreparedStatement ps = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.backendPid());
+			try (PreparedStatement ps = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.openSession());
 					ResultSet rs = ps.executeQuery()) {
 				rs.next();
-				this.pid = rs.getInt(1);
+				this.sessionKey = rs.getLong(1);
+				this.pid = rs.getInt(2);
 			}
 			this.claim = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.claim(batchSize));
 			this.ack = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.ack());
@@ -194,7 +197,7 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 		@Override
 		public int poll() throws SQLException {
 			int ns = RawSameGuaranteeSystem.this.namespace;
-			bindClaim(this.claim, this.queue, this.batchSize, ns);
+			bindClaim(this.claim, this.queue, ns, this.sessionKey);
 			Map<Long, String> claimed = new LinkedHashMap<>();
 			this.nextDue = null;
 			try (ResultSet rs = this.claim.executeQuery()) {
@@ -215,11 +218,12 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 				this.handler.onMessage(Payloads.sequence(payload));
 			}
 			if (!claimed.isEmpty()) {
-				// ack: 1 ids, 2 their queue, 3 pid, 4 namespace
+				// ack: 1 ids, 2 their queue, 3 pid, 4 namespace, 5 session key
 				this.ack.setArray(1, this.connection.createArrayOf("bigint", claimed.keySet().toArray(new Long[0])));
 				this.ack.setString(2, this.queue);
 				this.ack.setInt(3, this.pid);
 				this.ack.setInt(4, ns);
+				this.ack.setLong(5, this.sessionKey);
 				try (ResultSet rs = this.ack.executeQuery()) {
 					while (rs.next()) {
 						rs.getLong(1);

@@ -48,6 +48,9 @@ public final class ConsumerSession implements AutoCloseable {
 
 	private final int backendPid;
 
+	/** The key of this session's row in the holding table, which lists what it holds. */
+	private final long sessionKey;
+
 	private final int maxPayloadBytes;
 
 	private final Set<Long> held = new LinkedHashSet<>();
@@ -91,9 +94,10 @@ public final class ConsumerSession implements AutoCloseable {
 		try (Statement statement = connection.createStatement()) {
 			statement.execute(QueueSql.INDEX_PLANS);
 		}
-		try (PreparedStatement ps = connection.prepareStatement(sql.backendPid()); ResultSet rs = ps.executeQuery()) {
+		try (PreparedStatement ps = connection.prepareStatement(sql.openSession()); ResultSet rs = ps.executeQuery()) {
 			rs.next();
-			this.backendPid = rs.getInt(1);
+			this.sessionKey = rs.getLong(1);
+			this.backendPid = rs.getInt(2);
 		}
 	}
 
@@ -219,6 +223,8 @@ public final class ConsumerSession implements AutoCloseable {
 			}
 			ps.setInt(++i, this.namespace);
 			ps.setString(++i, queue);
+			ps.setString(++i, queue);
+			ps.setLong(++i, this.sessionKey);
 			ps.setInt(++i, this.namespace);
 			ps.setInt(++i, this.maxPayloadBytes);
 			ps.setString(++i, queue);
@@ -264,8 +270,9 @@ public final class ConsumerSession implements AutoCloseable {
 			ps.setString(2, queue);
 			ps.setInt(3, this.namespace);
 			ps.setString(4, queue);
-			ps.setInt(5, this.namespace);
-			ps.setInt(6, this.maxPayloadBytes);
+			ps.setLong(5, this.sessionKey);
+			ps.setInt(6, this.namespace);
+			ps.setInt(7, this.maxPayloadBytes);
 			return readClaim(queue, ps);
 		}
 		catch (SQLException ex) {
@@ -371,6 +378,7 @@ public final class ConsumerSession implements AutoCloseable {
 			ps.setString(2, this.claimedQueue);
 			ps.setInt(3, this.backendPid);
 			ps.setInt(4, this.namespace);
+			ps.setLong(5, this.sessionKey);
 			completed(ids, ps, "ack");
 		}
 		catch (SQLException ex) {
@@ -399,7 +407,8 @@ public final class ConsumerSession implements AutoCloseable {
 			ps.setArray(3, this.connection.createArrayOf("text", errors));
 			ps.setInt(4, this.backendPid);
 			ps.setInt(5, this.namespace);
-			ps.setString(6, this.sql.channel());
+			ps.setLong(6, this.sessionKey);
+			ps.setString(7, this.sql.channel());
 			completed(ids, ps, "retry");
 		}
 		catch (SQLException ex) {
@@ -427,7 +436,8 @@ public final class ConsumerSession implements AutoCloseable {
 			ps.setArray(3, this.connection.createArrayOf("text", errors));
 			ps.setInt(4, this.backendPid);
 			ps.setInt(5, this.namespace);
-			ps.setString(6, this.sql.channel());
+			ps.setLong(6, this.sessionKey);
+			ps.setString(7, this.sql.channel());
 			completed(ids, ps, "dead-letter");
 		}
 		catch (SQLException ex) {
@@ -435,27 +445,26 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 	}
 
-	/** Releases the messages unchanged: they are visible to every consumer at once. */
-	public void release(Collection<Long> ids) {
-		release(ids, false);
-	}
-
 	/**
-	 * Releases the messages; with {@code unseen} their attempt is given back too, for messages
-	 * that were claimed but never handed to a handler (a poller stopping mid-batch).
+	 * Releases the messages: they are visible to every consumer at once. With {@code attemptEnded}
+	 * their attempt counts, as for messages a handler saw and did not complete; without, it does
+	 * not: messages claimed but never handed to a handler (a poller stopping mid-batch), or that a
+	 * transaction completed while this session held them.
 	 */
-	public void release(Collection<Long> ids, boolean unseen) {
+	public void release(Collection<Long> ids, boolean attemptEnded) {
 		if (ids.isEmpty()) {
 			return;
 		}
 		checkNotLost();
 		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.unlock())) {
 			Array array = longArray(ids);
-			ps.setBoolean(1, unseen);
+			ps.setBoolean(1, attemptEnded);
 			ps.setArray(2, array);
 			ps.setInt(3, this.namespace);
 			ps.setArray(4, array);
-			ps.setInt(5, this.namespace);
+			ps.setLong(5, this.sessionKey);
+			ps.setArray(6, array);
+			ps.setInt(7, this.namespace);
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {
 					this.held.remove(rs.getLong(1));
@@ -492,7 +501,7 @@ public final class ConsumerSession implements AutoCloseable {
 		vanished.removeAll(done);
 		logger.warn("Messages {} were deleted or moved to another queue by someone else while this consumer held "
 				+ "them; releasing them", vanished);
-		release(vanished);
+		release(vanished, false);
 	}
 
 	private int currentBackendPid() throws SQLException {
@@ -573,7 +582,7 @@ public final class ConsumerSession implements AutoCloseable {
 	public void close() {
 		try {
 			if (!this.lost && !this.held.isEmpty()) {
-				release(new ArrayList<>(this.held));
+				release(new ArrayList<>(this.held), true);
 			}
 		}
 		catch (RuntimeException ex) {
@@ -582,7 +591,7 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 		finally {
 			try {
-				if (this.lost || !this.held.isEmpty() || !resetPlans()) {
+				if (this.lost || !this.held.isEmpty() || !endCleanly()) {
 					// A pool must not hand out a session that may still hold locks: end it.
 					this.connection.abort(Runnable::run);
 				}
@@ -594,14 +603,20 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 	}
 
-	/** Gives the connection its own planner settings back, for the pool's next borrower. */
-	private boolean resetPlans() {
-		try (Statement statement = this.connection.createStatement()) {
+	/**
+	 * Deletes this session's holding row and gives the connection its own planner settings back,
+	 * for the pool's next borrower; false if that failed.
+	 */
+	private boolean endCleanly() {
+		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.closeSession());
+				Statement statement = this.connection.createStatement()) {
+			ps.setLong(1, this.sessionKey);
+			ps.executeUpdate();
 			statement.execute(QueueSql.DEFAULT_PLANS);
 			return true;
 		}
 		catch (SQLException ex) {
-			logger.debug("Could not reset the planner settings of session {}; ending its connection", this.backendPid, ex);
+			logger.debug("Could not end session {} cleanly; ending its connection", this.backendPid, ex);
 			return false;
 		}
 	}

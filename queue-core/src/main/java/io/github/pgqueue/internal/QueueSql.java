@@ -94,6 +94,47 @@ public final class QueueSql {
 			""";
 
 	/**
+	 * Whether claimable row m was held by a consumer that died (no parameter): a session that held
+	 * it again after such a death and died too left claim_open, or a session that died still lists
+	 * it in its row of the holding table (a live session lists only what it holds, so a row a
+	 * claim could lock and that is still listed there is a dead session's). Neither counts when
+	 * it dates from before the server last started: that restart ended every session at once.
+	 */
+	private static final String HELD_BY_THE_DEAD = """
+			((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
+			  OR m.id IN (SELECT unnest(h.ids) FROM %1$s.holding h WHERE h.opened_at > pg_postmaster_start_time()))""";
+
+	/**
+	 * The statements (no parameter) that take claimed rows out of the holding row of the dead
+	 * session that listed them, formatted with the CTE of the claimed rows (id, suspect), and the
+	 * one (1 session key) that lists those of a claim in its own session's row, the rows it holds
+	 * on no write of their own. The list is written only when it changes: an idle poll writes
+	 * nothing.
+	 */
+	private static final String HOLDING_OF_A_CLAIM = """
+			unheld AS (
+			    UPDATE %%1$s.holding h SET ids = array_remove(h.ids, c.id)
+			      FROM %1$s c
+			     WHERE c.suspect AND c.id = ANY (h.ids)
+			),
+			recorded AS (
+			    UPDATE %%1$s.holding h SET ids = ARRAY(SELECT id FROM %1$s WHERE NOT suspect)
+			     WHERE h.session = ? AND (cardinality(h.ids) > 0 OR EXISTS (SELECT 1 FROM %1$s WHERE NOT suspect))
+			)
+			""";
+
+	/**
+	 * The statement (1 session key) that takes the ids a completing statement returned (its CTE,
+	 * with an id column) out of its session's holding row.
+	 */
+	private static final String UNHOLD = """
+			unheld AS (
+			    UPDATE %%1$s.holding h SET ids = ARRAY(SELECT i FROM unnest(h.ids) AS i WHERE i NOT IN (SELECT id FROM %1$s))
+			     WHERE h.session = ? AND EXISTS (SELECT 1 FROM %1$s)
+			)
+			""";
+
+	/**
 	 * The header filter of a claim's candidate m (1 the filter's alternatives, jsonb[]): its headers
 	 * contain one of them. Inside the ordered, limited subquery of the candidates, so it is tested
 	 * before the lock taken outside it: a message the filter rejects is never locked. A filter
@@ -195,6 +236,10 @@ public final class QueueSql {
 
 	private final String backendPid;
 
+	private final String openSession;
+
+	private final String closeSession;
+
 	private final String deadLetterQueue;
 
 	private final String declaredQueues;
@@ -275,7 +320,8 @@ public final class QueueSql {
 				RETURNING id""".formatted(s);
 
 		// 1 queue, 2 queue (paused?), 3 queue, 4 queue, 5 may take a message whose consumer died,
-		// 6 namespace, 7 queue, 8 namespace, 9 payload limit in bytes, 10 queue; the batch size and
+		// 6 namespace, 7 queue, 8 queue, 9 session key, 10 namespace, 11 payload limit in bytes,
+		// 12 queue; the batch size and
 		// the window are written into the text (see claim(int)). A paused queue has no priorities:
 		// nothing is claimed, and no next due time.
 		//
@@ -286,18 +332,26 @@ public final class QueueSql {
 		// first and lock every row the sort visits.) A message of a FIFO group is a candidate only as
 		// its group's head, tested before the lock too: no older message of its group is in the queue.
 		//
-		// claimed: the re-check. The scan's snapshot can still show a row that another consumer
-		// acked, retried or dead-lettered and unlocked a moment ago, so the lock succeeds on it. The
-		// UPDATE does not trust the snapshot: on a row changed since, PostgreSQL waits for the
-		// changing transaction and re-evaluates the WHERE clause on the row's newest version
-		// (EvalPlanQual), skipping it if it is gone, moved to another queue or no longer visible.
-		// It also counts the attempt, so a message that kills its consumer is still dead-lettered.
+		// chosen: a locked row held by a consumer that died (HELD_BY_THE_DEAD; every row a live
+		// consumer holds is locked, so not here) is a suspect. If there is one, it is claimed alone:
+		// a message that kills its consumer then burns its own attempts, not its neighbours'.
 		//
-		// chosen: a locked row whose claim is still open was held by a consumer that died (every row
-		// a live consumer holds is locked, so not here): a suspect. If there is one, it is claimed
-		// alone: a message that kills its consumer then burns its own attempts, not its neighbours'.
-		// A claim opened before the server last started is no suspect: the restart ended every
-		// consumer's session at once, whatever their messages.
+		// fresh and written: the re-check. The scan's snapshot can still show a row that another
+		// consumer acked, retried or dead-lettered and unlocked a moment ago (a completion unlocks
+		// before it commits), so the lock succeeds on it. Such a completion wrote the row before it
+		// unlocked it, so the row's xmax is no longer 0 when it is read again here, after every
+		// lock was taken. A row whose xmax is 0 was not written since it was sent or last retried:
+		// it is claimed as it is, with nothing written (fresh). Every other row (a suspect, or one
+		// written since: a completion that may not have committed, a transactional consumer's lock)
+		// goes through an UPDATE (written), which does not trust the snapshot: PostgreSQL waits for
+		// the changing transaction and re-evaluates the WHERE clause on the row's newest version
+		// (EvalPlanQual), skipping it if it is gone, moved to another queue or no longer visible.
+		// A suspect's lost attempt is counted there, and claim_open says that this holder's is not.
+		//
+		// unheld and recorded: the suspect leaves the dead session's holding row; the rows claimed
+		// on no write of their own are listed in this session's, so that if it dies, the next claim
+		// of each counts its attempt. The attempt shown to a handler is attempts + 1: stored only
+		// when it fails (retry, dead letter, release after a handler saw it) or its consumer dies.
 		//
 		// The final select unlocks at once every locked row not claimed, and returns the
 		// claimed rows with their queue's policy; a payload above the limit is not sent (its text is
@@ -310,10 +364,10 @@ public final class QueueSql {
 				    SELECT c.id, c.suspect, row_number() OVER () AS n
 				      FROM priorities p
 				     CROSS JOIN LATERAL (
-				            SELECT m.id, m.claim_open AND m.claimed_at > pg_postmaster_start_time() AS suspect
+				            SELECT m.id, {held_by_the_dead} AS suspect
 				              FROM %1$s.message m
 				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
-				               AND (? OR NOT (m.claim_open AND m.claimed_at > pg_postmaster_start_time()))
+				               AND (? OR NOT {held_by_the_dead})
 				{filter}{after}""" + GROUP_HEAD + """
 				             ORDER BY m.visible_at, m.id
 				             LIMIT {window}) c
@@ -321,51 +375,73 @@ public final class QueueSql {
 				     LIMIT {batch}
 				),
 				chosen AS (
-				    SELECT id FROM locked WHERE NOT EXISTS (SELECT 1 FROM locked WHERE suspect)
+				    SELECT id, false AS suspect FROM locked WHERE NOT EXISTS (SELECT 1 FROM locked WHERE suspect)
 				    UNION ALL
-				    (SELECT id FROM locked WHERE suspect ORDER BY n LIMIT 1)
+				    (SELECT id, true FROM locked WHERE suspect ORDER BY n LIMIT 1)
+				),
+				fresh AS (
+				    SELECT m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
+				           m.max_attempts, m.created_at, m.last_error, false AS suspect
+				      FROM %1$s.message m
+				     WHERE m.id = ANY (ARRAY(SELECT id FROM chosen WHERE NOT suspect))
+				       AND m.xmax = '0'::xid AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
+				),
+				written AS (
+				    UPDATE %1$s.message m
+				       SET attempts = m.attempts + CASE WHEN c.suspect THEN 1 ELSE 0 END, claim_open = c.suspect,
+				           claimed_at = now()
+				      FROM chosen c
+				     WHERE m.id = ANY (ARRAY(SELECT id FROM chosen WHERE id NOT IN (SELECT id FROM fresh)))
+				       AND m.id = c.id AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
+				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
+				              m.max_attempts, m.created_at, m.last_error, c.suspect
 				),
 				claimed AS (
-				    UPDATE %1$s.message m SET attempts = m.attempts + 1, claim_open = true, claimed_at = now()
-				     WHERE m.id = ANY (ARRAY(SELECT id FROM chosen)) AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
-				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
-				              m.max_attempts, m.created_at, m.last_error
-				)
+				    SELECT * FROM fresh UNION ALL SELECT * FROM written
+				),
+				""" + HOLDING_OF_A_CLAIM.formatted("claimed") + """
 				(SELECT l.id,
 				       CASE WHEN c.id IS NULL THEN pg_advisory_unlock(?, l.id::bit(32)::int4) END,
-				""" + CLAIMED_COLUMNS.formatted("c.attempts") + """
+				""" + CLAIMED_COLUMNS.formatted("c.attempts + 1") + """
 				  FROM locked l
 				  LEFT JOIN claimed c ON c.id = l.id
 				""" + POLICY_JOINS + """
 				 ORDER BY c.priority, c.visible_at, l.id)
-				""" + NEXT_DUE.formatted("locked")).formatted(s);
+				""" + NEXT_DUE.formatted("locked")).replace("{held_by_the_dead}", HELD_BY_THE_DEAD).formatted(s);
 
 		// 1 ids, 2 the queue they were claimed from, 3 backend pid of the claiming session,
-		// 4 namespace. The pid guard fences a lease whose session died: on any other session the
+		// 4 namespace, 5 session key (its holding row loses the ids deleted). The pid guard fences a lease whose session died: on any other session the
 		// statement deletes nothing. The queue guard leaves a row that was moved while held (by
 		// hand, say): it is released instead. The unlock runs per deleted row, before commit; a
 		// session that locks the row in that gap blocks in its re-check on our row lock and then
 		// finds the row gone.
-		this.ack = """
-				DELETE FROM %s.message
-				 WHERE id = ANY(?) AND (queue = ?) IS TRUE AND pg_backend_pid() = ?
-				RETURNING id, pg_advisory_unlock(?, id::bit(32)::int4)""".formatted(s);
+		this.ack = ("""
+				WITH acked AS (
+				    DELETE FROM %1$s.message
+				     WHERE id = ANY(?) AND (queue = ?) IS TRUE AND pg_backend_pid() = ?
+				    RETURNING id, pg_advisory_unlock(?, id::bit(32)::int4) AS unlocked
+				),
+				""" + UNHOLD.formatted("acked") + """
+				SELECT id, unlocked FROM acked""").formatted(s);
 
 		// 1 ids, 2 delays ms, 3 errors (text[], null entries keep last_error), 4 pid, 5 namespace,
-		// 6 channel. Wakes the queue's pollers in every process (one notification per queue: equal
-		// ones are folded at commit), so that they learn when the retry is due and wake then.
-		this.retry = """
+		// 6 session key, 7 channel. Counts the failed attempt. Wakes the queue's pollers in every
+		// process (one notification per queue: equal ones are folded at commit), so that they learn
+		// when the retry is due and wake then.
+		this.retry = ("""
 				WITH r AS (SELECT * FROM unnest(?::bigint[], ?::bigint[], ?::text[]) AS r(id, delay_ms, error)),
 				retried AS (
-				    UPDATE %s.message m
-				       SET visible_at = now() + r.delay_ms * interval '1 millisecond',
+				    UPDATE %1$s.message m
+				       SET attempts = m.attempts + 1, visible_at = now() + r.delay_ms * interval '1 millisecond',
 				           last_error = COALESCE(r.error, m.last_error), claim_open = false
 				      FROM r
 				     WHERE m.id = ANY (ARRAY(SELECT id FROM r)) AND m.id = r.id AND pg_backend_pid() = ?
-				    RETURNING m.id, m.queue, pg_advisory_unlock(?, m.id::bit(32)::int4) AS unlocked)
-				SELECT id, unlocked, pg_notify(?, queue) FROM retried""".formatted(s);
+				    RETURNING m.id, m.queue, pg_advisory_unlock(?, m.id::bit(32)::int4) AS unlocked),
+				""" + UNHOLD.formatted("retried") + """
+				SELECT id, unlocked, pg_notify(?, queue) FROM retried""").formatted(s);
 
-		// 1 ids, 2 dead-letter queues, 3 errors, 4 pid, 5 namespace, 6 channel. Moves messages to
+		// 1 ids, 2 dead-letter queues, 3 errors, 4 pid, 5 namespace, 6 session key, 7 channel. Moves
+		// messages to
 		// their dead-letter queue with a fresh attempt count, keeps where they came from in the
 		// headers, and wakes the dead-letter queue's listeners. A message that already is a dead
 		// letter (or whose dead-letter queue is its own queue) is parked instead: it stays where it
@@ -374,24 +450,30 @@ public final class QueueSql {
 				WITH n AS (SELECT * FROM unnest(?::bigint[], ?::text[], ?::text[]) AS n(id, dlq, error)),
 				moved AS (
 				    UPDATE %1$s.message m
-""" + DEAD_LETTER_MOVE.formatted("m.attempts") + """
+""" + DEAD_LETTER_MOVE.formatted("(m.attempts + 1)") + """
 				      FROM (SELECT n.id, n.dlq, n.error, jsonb_exists(o.headers, 'pgqueue-dead-lettered-from') OR n.dlq = o.queue
 				              FROM n JOIN %1$s.message o ON o.id = n.id
 				             WHERE o.id = ANY (ARRAY(SELECT id FROM n))) AS d(id, dlq, error, park)
 				     WHERE m.id = ANY (ARRAY(SELECT id FROM n)) AND m.id = d.id AND pg_backend_pid() = ?
-				    RETURNING m.id, m.queue, d.park, pg_advisory_unlock(?, m.id::bit(32)::int4) AS unlocked)
+				    RETURNING m.id, m.queue, d.park, pg_advisory_unlock(?, m.id::bit(32)::int4) AS unlocked),
+				""" + UNHOLD.formatted("moved") + """
 				SELECT id, unlocked, CASE WHEN NOT park THEN pg_notify(?, queue) END FROM moved""").formatted(s);
 
-		// 1 whether no handler saw them, 2 ids, 3 namespace, 4 ids, 5 namespace. Releases messages
-		// unchanged but for claim_open, and the attempt when no handler saw them (a stopping
-		// poller's rest of a batch), and unlocks ids whose rows are gone (deleted by hand under
-		// our lock).
+		// 1 whether the attempt ended (a handler saw them), 2 ids, 3 namespace, 4 ids, 5 session key,
+		// 6 ids, 7 namespace. Releases messages unchanged but for claim_open, and the attempt when a
+		// handler saw them (not for a stopping poller's rest of a batch, nor for a message a
+		// transaction completed), takes them out of the session's holding row, and unlocks ids
+		// whose rows are gone (deleted by hand under our lock).
 		this.unlock = """
 				WITH released AS (
 				    UPDATE %1$s.message m
-				       SET claim_open = false, attempts = m.attempts - CASE WHEN ? THEN 1 ELSE 0 END
+				       SET claim_open = false, attempts = m.attempts + CASE WHEN ? THEN 1 ELSE 0 END
 				     WHERE m.id = ANY(?)
-				    RETURNING m.id, pg_advisory_unlock(?, m.id::bit(32)::int4))
+				    RETURNING m.id, pg_advisory_unlock(?, m.id::bit(32)::int4)),
+				unheld AS (
+				    UPDATE %1$s.holding h SET ids = ARRAY(SELECT i FROM unnest(h.ids) AS i WHERE i <> ALL (?::bigint[]))
+				     WHERE h.session = ?
+				)
 				SELECT id FROM released
 				UNION ALL
 				SELECT t.id FROM unnest(?::bigint[]) AS t(id)
@@ -518,7 +600,7 @@ public final class QueueSql {
 		// stats count these as in flight. A candidate is a suspect when the last transaction that
 		// locked it aborted (its consumer died, its connection broke, its transaction timed out):
 		// that attempt was never written. Suspects are not claimed here; they are returned by id,
-		// for a claim that counts their attempt first and runs them alone. A claim still open by a
+		// for a claim that counts their attempt first and runs them alone. A message held by a
 		// session consumer that died is a suspect too.
 		//
 		// claimed: the row locks, only on the rows returned. A row changed since the scan's snapshot
@@ -535,11 +617,11 @@ public final class QueueSql {
 		// claim's, with column 2 true for a suspect (id only), and the next-due row when no candidate.
 		this.transactionalClaim = ("""
 				{priorities}candidates AS MATERIALIZED (
-				    SELECT c.id, (c.claim_open AND c.claimed_at > pg_postmaster_start_time())
+				    SELECT c.id, c.held_by_the_dead
 				                 OR CASE WHEN c.xmax = '0'::xid THEN false ELSE %1$s.locker_aborted(c.xmax) END AS suspect
 				      FROM priorities p
 				     CROSS JOIN LATERAL (
-				            SELECT m.id, m.xmax, m.claim_open, m.claimed_at
+				            SELECT m.id, m.xmax, {held_by_the_dead} AS held_by_the_dead
 				              FROM %1$s.message m
 				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
 				{filter}{after}""" + GROUP_HEAD + """
@@ -565,7 +647,7 @@ public final class QueueSql {
 				UNION ALL
 				SELECT id, true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 				  FROM candidates WHERE suspect
-				""" + NEXT_DUE.formatted("candidates")).formatted(s);
+				""" + NEXT_DUE.formatted("candidates")).replace("{held_by_the_dead}", HELD_BY_THE_DEAD).formatted(s);
 
 		// 1 ids, 2 queue. In the handlers' transaction, which holds the rows' locks.
 		this.transactionalAck = "DELETE FROM %s.message WHERE id = ANY(?) AND (queue = ?) IS TRUE RETURNING id".formatted(s);
@@ -602,16 +684,31 @@ public final class QueueSql {
 		this.lockClaimed = "SELECT id FROM %s.message WHERE id = ? AND (queue = ?) IS TRUE FOR UPDATE".formatted(s);
 
 		// Claims one suspect of a transactional queue on a session, as the session claim does, and
-		// counts what was never written: the aborted transaction's attempt (unless its claim was
-		// open, i.e. counted) and this one.
-		this.claimSuspect = claimOne(s,
-				"AND ((m.claim_open AND m.claimed_at > pg_postmaster_start_time()) OR %1$s.locker_aborted(m.xmax))");
+		// counts what was never written: the attempt of the consumer that died.
+		this.claimSuspect = claimOne(s, "AND " + SUSPECT_OF_ANY_MODE);
 
 		// Claims one message by id on a session, if it is visible, free (no session or transaction
 		// holds its advisory key) and, in a FIFO group, its group's head.
 		this.claimById = claimOne(s, GROUP_HEAD);
 
 		this.backendPid = "SELECT pg_backend_pid()";
+
+		// A consumer session's holding row, with the session's key and backend pid. Also deletes the
+		// rows nobody needs any more: of a session opened before the server last started, or of one
+		// that has ended and whose messages are all gone (a session that ends cleanly deletes its
+		// own row; one that died keeps it while a message it held is left to be counted).
+		this.openSession = """
+				WITH gone AS (
+				    DELETE FROM %1$s.holding h
+				     WHERE h.opened_at < pg_postmaster_start_time()
+				        OR (NOT EXISTS (SELECT 1 FROM pg_stat_activity a
+				                         WHERE a.pid = h.pid AND a.backend_start <= h.opened_at)
+				            AND NOT EXISTS (SELECT 1 FROM %1$s.message m WHERE m.id = ANY (h.ids)))
+				)
+				INSERT INTO %1$s.holding (pid) VALUES (pg_backend_pid()) RETURNING session, pid""".formatted(s);
+
+		// 1 session key. A session that holds nothing ends.
+		this.closeSession = "DELETE FROM %s.holding WHERE session = ?".formatted(s);
 
 		// 1 queue.
 		this.deadLetterQueue = "SELECT dead_letter_queue FROM %s.queue WHERE name = ?".formatted(s);
@@ -629,40 +726,48 @@ public final class QueueSql {
 	}
 
 	/**
-	 * A claim of one message by id on a session (1 id, 2 queue, 3 namespace, 4 queue, 5 namespace,
-	 * 6 payload limit), if it is visible and {@code condition} holds for its row m: the condition
-	 * is tested in a materialized CTE, before the lock, because in one WHERE clause PostgreSQL
-	 * tests the cheap lock function before costlier conditions, and a row they then reject would
-	 * keep the lock its session took. Counts the attempt, and also the one a transactional consumer
-	 * that died holding it never wrote (its claim is not open, its locker aborted). Output as the
-	 * session claim's.
+	 * Whether claimable row m was held by a consumer that died, session or transactional (no
+	 * parameter): {@link #HELD_BY_THE_DEAD}, or the last transaction that locked it aborted.
+	 */
+	private static final String SUSPECT_OF_ANY_MODE = "(" + HELD_BY_THE_DEAD
+			+ " OR CASE WHEN m.xmax = '0'::xid THEN false ELSE %1$s.locker_aborted(m.xmax) END)";
+
+	/**
+	 * A claim of one message by id on a session (1 id, 2 queue, 3 namespace, 4 queue, 5 session
+	 * key, 6 namespace, 7 payload limit), if it is visible and {@code condition} holds for its row
+	 * m: the condition is tested in a materialized CTE, before the lock, because in one WHERE
+	 * clause PostgreSQL tests the cheap lock function before costlier conditions, and a row they
+	 * then reject would keep the lock its session took. A suspect ({@link #SUSPECT_OF_ANY_MODE})
+	 * has its lost attempt counted and claim_open set; any other row is listed in the session's
+	 * holding row. Output as the session claim's.
 	 */
 	private static String claimOne(String s, String condition) {
 		return ("""
 				WITH candidate AS MATERIALIZED (
-				    SELECT m.id FROM %1$s.message m
+				    SELECT m.id, {suspect} AS suspect
+				      FROM %1$s.message m
 				     WHERE m.id = ? AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
 				""" + condition + """
 				),
 				locked AS (
-				    SELECT id FROM candidate WHERE pg_try_advisory_lock(?, id::bit(32)::int4)
+				    SELECT id, suspect FROM candidate WHERE pg_try_advisory_lock(?, id::bit(32)::int4)
 				),
 				claimed AS (
 				    UPDATE %1$s.message m
-				       SET attempts = m.attempts
-				                      + CASE WHEN NOT m.claim_open AND %1$s.locker_aborted(m.xmax) THEN 2 ELSE 1 END,
-				           claim_open = true, claimed_at = now()
+				       SET attempts = m.attempts + CASE WHEN l.suspect THEN 1 ELSE 0 END, claim_open = l.suspect,
+				           claimed_at = now()
 				      FROM locked l
 				     WHERE m.id = l.id AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
 				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
-				              m.max_attempts, m.created_at, m.last_error
-				)
+				              m.max_attempts, m.created_at, m.last_error, l.suspect
+				),
+				""" + HOLDING_OF_A_CLAIM.formatted("claimed") + """
 				SELECT l.id,
 				       CASE WHEN c.id IS NULL THEN pg_advisory_unlock(?, l.id::bit(32)::int4) END,
-				""" + CLAIMED_COLUMNS.formatted("c.attempts") + """
+				""" + CLAIMED_COLUMNS.formatted("c.attempts + 1") + """
 				  FROM locked l
 				  LEFT JOIN claimed c ON c.id = l.id
-				""" + POLICY_JOINS).formatted(s);
+				""" + POLICY_JOINS).replace("{suspect}", SUSPECT_OF_ANY_MODE).formatted(s);
 	}
 
 	public String namespace() {
@@ -773,6 +878,14 @@ public final class QueueSql {
 
 	public String backendPid() {
 		return this.backendPid;
+	}
+
+	public String openSession() {
+		return this.openSession;
+	}
+
+	public String closeSession() {
+		return this.closeSession;
 	}
 
 	public String publish() {

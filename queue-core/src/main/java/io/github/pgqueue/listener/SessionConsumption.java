@@ -130,7 +130,7 @@ final class SessionConsumption implements Consumption {
 			this.session.ack(batch.acks);
 			this.session.retry(batch.retries);
 			this.session.deadLetter(batch.deadLetters);
-			this.session.release(batch.unseen, true);
+			this.session.release(batch.unseen, false);
 			this.metrics.processed(queue, Outcome.SUCCESS, batch.acks.size());
 			this.metrics.processed(queue, Outcome.RETRY, batch.retries.size());
 			this.metrics.processed(queue, Outcome.DEAD, batch.deadLetters.size());

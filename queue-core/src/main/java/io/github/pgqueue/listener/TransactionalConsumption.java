@@ -514,7 +514,7 @@ final class TransactionalConsumption implements Consumption {
 			closeSession();
 			throw ex;
 		}
-		this.session.release(List.of(message.id()));
+		this.session.release(List.of(message.id()), false);
 		batch.counted(this.metrics, queue);
 		if (batch.fatal != null) {
 			throw new HandlerFatalError(batch.fatal);

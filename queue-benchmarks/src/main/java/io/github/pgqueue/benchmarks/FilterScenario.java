@@ -219,10 +219,11 @@ final class FilterScenario {
 					ps.setInt(7, namespace);
 					ps.setString(8, QUEUE);
 					ps.setString(9, QUEUE);
-					ps.setLong(10, 0); // no session: nothing listed as held
-					ps.setInt(11, namespace);
-					ps.setInt(12, 1 << 20);
-					ps.setString(13, QUEUE);
+					ps.setString(10, QUEUE);
+					ps.setLong(11, 0); // no session: nothing listed as held
+					ps.setInt(12, namespace);
+					ps.setInt(13, 1 << 20);
+					ps.setString(14, QUEUE);
 					try (ResultSet rs = ps.executeQuery()) {
 						while (rs.next()) {
 							plan.append(rs.getString(1)).append('\n');

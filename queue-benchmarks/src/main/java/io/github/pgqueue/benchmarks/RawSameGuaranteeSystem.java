@@ -138,8 +138,8 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 	/**
 	 * Binds pgqueue's claim (lock, re-check, list what it holds in its session's holding row,
 	 * unlock what the re-check skipped), whose batch size is written into its text: 1–4 queue,
-	 * 5 may take suspects, 6 namespace, 7 queue, 8 queue, 9 session key (0: none, nothing is
-	 * listed), 10 namespace, 11 payload limit in bytes, 12 queue.
+	 * 5 may take suspects, 6 namespace, 7–9 queue, 10 session key (0: none, nothing is listed),
+	 * 11 namespace, 12 payload limit in bytes, 13 queue.
 	 */
 	static void bindClaim(PreparedStatement claim, int namespace) throws SQLException {
 		bindClaim(claim, QUEUE, namespace, 0);
@@ -154,10 +154,11 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 		claim.setInt(6, namespace);
 		claim.setString(7, queue);
 		claim.setString(8, queue);
-		claim.setLong(9, sessionKey);
-		claim.setInt(10, namespace);
-		claim.setInt(11, QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
-		claim.setString(12, queue);
+		claim.setString(9, queue);
+		claim.setLong(10, sessionKey);
+		claim.setInt(11, namespace);
+		claim.setInt(12, QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
+		claim.setString(13, queue);
 	}
 
 	/** One worker's session: its backend pid guards the ack, as in pgqueue. */

@@ -224,6 +224,7 @@ public final class ConsumerSession implements AutoCloseable {
 			ps.setInt(++i, this.namespace);
 			ps.setString(++i, queue);
 			ps.setString(++i, queue);
+			ps.setString(++i, queue);
 			ps.setLong(++i, this.sessionKey);
 			ps.setInt(++i, this.namespace);
 			ps.setInt(++i, this.maxPayloadBytes);

@@ -320,8 +320,8 @@ public final class QueueSql {
 				RETURNING id""".formatted(s);
 
 		// 1 queue, 2 queue (paused?), 3 queue, 4 queue, 5 may take a message whose consumer died,
-		// 6 namespace, 7 queue, 8 queue, 9 session key, 10 namespace, 11 payload limit in bytes,
-		// 12 queue; the batch size and
+		// 6 namespace, 7 queue, 8 queue, 9 queue, 10 session key, 11 namespace, 12 payload limit in
+		// bytes, 13 queue; the batch size and
 		// the window are written into the text (see claim(int)). A paused queue has no priorities:
 		// nothing is claimed, and no next due time.
 		//
@@ -347,6 +347,10 @@ public final class QueueSql {
 		// the changing transaction and re-evaluates the WHERE clause on the row's newest version
 		// (EvalPlanQual), skipping it if it is gone, moved to another queue or no longer visible.
 		// A suspect's lost attempt is counted there, and claim_open says that this holder's is not.
+		//
+		// Row-level security lets a role that may only send to a queue read its messages (see
+		// V10__queue_access.sql); the UPDATE policy is what keeps it from claiming them, so fresh,
+		// which writes nothing, asks the same question once per claim.
 		//
 		// unheld and recorded: the suspect leaves the dead session's holding row; the rows claimed
 		// on no write of their own are listed in this session's, so that if it dies, the next claim
@@ -385,6 +389,7 @@ public final class QueueSql {
 				      FROM %1$s.message m
 				     WHERE m.id = ANY (ARRAY(SELECT id FROM chosen WHERE NOT suspect))
 				       AND m.xmax = '0'::xid AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
+				       AND (SELECT NOT row_security_active('%1$s.message') OR %1$s.queue_allowed(?, true, current_user))
 				),
 				written AS (
 				    UPDATE %1$s.message m

@@ -18,8 +18,9 @@ import io.github.pgqueue.internal.QueueSql;
 
 /**
  * {@code backlog}: drain rate (4 consumers, batch 100) with 10 000 messages in the table, with
- * 1 000 000, and with 10 000 ready next to 1 000 000 delayed by a day; for pgqueue and the two
- * plain-SQL baselines on the same table. Writes the plan of pgqueue's claim at each size.
+ * 1 000 000, with 10 000 000 (seed 003's scale; {@code backlog-huge=N} changes it, 0 leaves it out),
+ * and with 10 000 ready next to 1 000 000 delayed by a day; for pgqueue and the two plain-SQL
+ * baselines on the same table. Writes the plan of pgqueue's claim at each size.
  */
 final class BacklogScenario {
 
@@ -46,6 +47,7 @@ final class BacklogScenario {
 	void run() {
 		Map<String, Double> small = new LinkedHashMap<>();
 		Map<String, Double> large = new LinkedHashMap<>();
+		Map<String, Double> huge = new LinkedHashMap<>();
 		Map<String, Double> delayed = new LinkedHashMap<>();
 		for (String name : SYSTEMS) {
 			QueueSystem system = this.context.system(name);
@@ -68,6 +70,32 @@ final class BacklogScenario {
 			large.put(name, record("backlog-1M", name, List.of(Drain.run(system, CONCURRENCY, BATCH, 3L * SMALL, CAP)),
 					LARGE));
 		}
+		int hugeBacklog = this.context.options().hugeBacklog();
+		if (hugeBacklog > 0) {
+			table.clear();
+			String label = "backlog-" + sizeLabel(hugeBacklog);
+			for (String name : SYSTEMS) {
+				QueueSystem system = this.context.system(name);
+				long started = System.nanoTime();
+				Drain.prepare(this.context, system, hugeBacklog);
+				System.out.printf("# %s: %s made ready and vacuumed in %.0f s%n", label, name,
+						(System.nanoTime() - started) / 1e9);
+				if (name.equals("pgqueue")) {
+					explainClaim(this.context, sizeLabel(hugeBacklog));
+				}
+				huge.put(name, record(label, name,
+						List.of(Drain.run(system, CONCURRENCY, BATCH, 3L * SMALL, CAP)), hugeBacklog));
+			}
+			try (Connection connection = this.context.database().adminPool().getConnection();
+					Statement statement = connection.createStatement();
+					ResultSet rs = statement.executeQuery("SELECT pg_size_pretty(pg_total_relation_size('pgqueue.message'))")) {
+				rs.next();
+				System.out.printf("# %s: pgqueue.message with its indexes takes %s%n", label, rs.getString(1));
+			}
+			catch (SQLException ex) {
+				throw new IllegalStateException("Could not read the size of the message table", ex);
+			}
+		}
 		table.clear();
 		table.preload(LARGE, Duration.ofDays(1));
 		for (String name : SYSTEMS) {
@@ -83,14 +111,26 @@ final class BacklogScenario {
 			delayed.put(name, record("backlog-1M-delayed", name, rounds, LARGE + SMALL));
 		}
 		table.clear();
-		for (String scenario : List.of("backlog-10k", "backlog-1M", "backlog-1M-delayed")) {
+		List<String> scenarios = new ArrayList<>(List.of("backlog-10k", "backlog-1M"));
+		if (hugeBacklog > 0) {
+			scenarios.add("backlog-" + sizeLabel(hugeBacklog));
+		}
+		scenarios.add("backlog-1M-delayed");
+		for (String scenario : scenarios) {
 			this.context.results().ratios(scenario);
 		}
 		for (String name : SYSTEMS) {
+			String hugeRatio = (hugeBacklog > 0)
+					? " " + sizeLabel(hugeBacklog) + "/10k=" + Results.ratio(huge.get(name) / small.get(name)) : "";
 			this.context.results()
 				.ratio("scenario=backlog system=" + name + " 1M/10k=" + Results.ratio(large.get(name) / small.get(name))
-						+ " 1M-delayed/10k=" + Results.ratio(delayed.get(name) / small.get(name)));
+						+ hugeRatio + " 1M-delayed/10k=" + Results.ratio(delayed.get(name) / small.get(name)));
 		}
+	}
+
+	/** 10M for 10 000 000, 2500k for 2 500 000. */
+	private static String sizeLabel(int size) {
+		return (size % 1_000_000 == 0) ? (size / 1_000_000) + "M" : (size / 1_000) + "k";
 	}
 
 	private double record(String scenario, String system, List<Drain.Outcome> rounds, int backlog) {

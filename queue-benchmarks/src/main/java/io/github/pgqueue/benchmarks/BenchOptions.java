@@ -10,10 +10,12 @@ import java.util.Set;
  * {@code full} (every scenario); {@code only=a,b} to pick scenarios; {@code systems=a,b} to measure only
  * the systems of these names (ratios need their baseline among them); {@code churn-seconds=N},
  * {@code steady-seconds=N} and {@code steady-rate=N} (messages/s the producers of steady and churn
- * send together, 0 for flat out; default 2000). A leading {@code --} on any of them is accepted.
+ * send together, 0 for flat out; default 2000); {@code backlog-huge=N} (the largest backlog of the
+ * backlog scenario, default 10 000 000; 0 leaves it out). A leading {@code --} on any of them is
+ * accepted.
  */
 record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, Duration steady, Duration churn,
-		double steadyRate) {
+		double steadyRate, int hugeBacklog) {
 
 	static final List<String> ALL = List.of("send", "send-batch", "drain", "latency-idle", "delayed", "steady",
 			"backlog", "idle-cost", "churn", "pressure", "filter", "memory");
@@ -27,6 +29,7 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 		Duration steady = Duration.ofSeconds(60);
 		Duration churn = Duration.ofSeconds(180);
 		double steadyRate = 2000;
+		int hugeBacklog = 10_000_000;
 		for (String raw : String.join(" ", args).trim().split("\\s+")) {
 			String arg = raw.startsWith("--") ? raw.substring(2) : raw;
 			if (arg.isEmpty() || arg.equals("full")) {
@@ -51,9 +54,12 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 			else if (arg.startsWith("churn-seconds=")) {
 				churn = Duration.ofSeconds(Long.parseLong(arg.substring(14)));
 			}
+			else if (arg.startsWith("backlog-huge=")) {
+				hugeBacklog = Integer.parseInt(arg.substring(13));
+			}
 			else {
 				throw new IllegalArgumentException("Unknown argument '" + raw + "'; expected quick, full, only=a,b, "
-						+ "systems=a,b, steady-seconds=N, steady-rate=N or churn-seconds=N");
+						+ "systems=a,b, steady-seconds=N, steady-rate=N, churn-seconds=N or backlog-huge=N");
 			}
 		}
 		Set<String> scenarios = new LinkedHashSet<>(quick ? QUICK : ALL);
@@ -63,7 +69,7 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 				scenarios.addAll(only);
 			}
 		}
-		return new BenchOptions(quick, scenarios, systems, steady, churn, steadyRate);
+		return new BenchOptions(quick, scenarios, systems, steady, churn, steadyRate, hugeBacklog);
 	}
 
 	private static void requireKnown(String scenario) {

@@ -161,7 +161,11 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 		claim.setString(13, queue);
 	}
 
-	/** One worker's session: its backend pid guards the ack, as in pgqueue. */
+	/**
+	 * One worker's session: its backend pid guards the ack, as in pgqueue; its claims go on from
+	 * where the last full one ended, and start from the front at least once a second or when one
+	 * from there finds nothing, as pgqueue's do.
+	 */
 	private final class Session implements JdbcWorkers.Poller {
 
 		private final Connection connection;
@@ -176,7 +180,16 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 
 		private final PreparedStatement claim;
 
+		private final PreparedStatement claimAfter;
+
 		private final PreparedStatement ack;
+
+		private final int batchSize;
+
+		/** Where the last full claim ended (priority, visible_at in microseconds, id), or null. */
+		private long[] cursor;
+
+		private long headClaimedAt;
 
 		/** What the last claim that found nothing said of the next delayed message. */
 		private Duration nextDue;
@@ -191,29 +204,50 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 				this.sessionKey = rs.getLong(1);
 				this.pid = rs.getInt(2);
 			}
+			try (java.sql.Statement statement = connection.createStatement()) {
+				statement.execute(QueueSql.INDEX_PLANS);
+			}
+			this.batchSize = batchSize;
 			this.claim = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.claim(batchSize));
+			this.claimAfter = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.claimAfter(batchSize, false));
 			this.ack = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.ack());
+		}
+
+		/**
+		 * Binds the claim that goes on from the cursor: 1 priority, 2–4 queue, 5 may take suspects,
+		 * 6 visible_at in microseconds, 7 id, then as {@link #bindClaim} from its parameter 6 on.
+		 */
+		private void bindClaimAfter(int namespace) throws SQLException {
+			PreparedStatement ps = this.claimAfter;
+			ps.setInt(1, (int) this.cursor[0]);
+			ps.setString(2, this.queue);
+			ps.setString(3, this.queue);
+			ps.setString(4, this.queue);
+			ps.setBoolean(5, true);
+			ps.setLong(6, this.cursor[1]);
+			ps.setLong(7, this.cursor[2]);
+			ps.setInt(8, namespace);
+			ps.setString(9, this.queue);
+			ps.setString(10, this.queue);
+			ps.setString(11, this.queue);
+			ps.setLong(12, this.sessionKey);
+			ps.setInt(13, namespace);
+			ps.setInt(14, QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
+			ps.setString(15, this.queue);
 		}
 
 		@Override
 		public int poll() throws SQLException {
 			int ns = RawSameGuaranteeSystem.this.namespace;
-			bindClaim(this.claim, this.queue, ns, this.sessionKey);
 			Map<Long, String> claimed = new LinkedHashMap<>();
-			this.nextDue = null;
-			try (ResultSet rs = this.claim.executeQuery()) {
-				while (rs.next()) {
-					if (rs.getObject(1) == null) {
-						// The row a claim that found nothing adds: column 15, ms until the next delayed message.
-						long millis = rs.getLong(15);
-						this.nextDue = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, millis));
-						continue;
-					}
-					// Column 5 (priority) is null for a row the re-check skipped; it is already unlocked.
-					if (rs.getObject(5) != null) {
-						claimed.put(rs.getLong(1), rs.getString(3));
-					}
-				}
+			if (this.cursor != null && System.nanoTime() - this.headClaimedAt < 1_000_000_000L) {
+				bindClaimAfter(ns);
+				claim(this.claimAfter, claimed);
+			}
+			if (claimed.isEmpty()) {
+				bindClaim(this.claim, this.queue, ns, this.sessionKey);
+				this.headClaimedAt = System.nanoTime();
+				claim(this.claim, claimed);
 			}
 			for (String payload : claimed.values()) {
 				this.handler.onMessage(Payloads.sequence(payload));
@@ -232,6 +266,28 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 				}
 			}
 			return claimed.size();
+		}
+
+		/** Runs a claim, adding what it took to {@code claimed}; keeps the cursor of a full one. */
+		private void claim(PreparedStatement claim, Map<Long, String> claimed) throws SQLException {
+			this.nextDue = null;
+			long[] last = null;
+			try (ResultSet rs = claim.executeQuery()) {
+				while (rs.next()) {
+					if (rs.getObject(1) == null) {
+						// The row a claim that found nothing adds: column 15, ms until the next delayed message.
+						long millis = rs.getLong(15);
+						this.nextDue = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, millis));
+						continue;
+					}
+					// Column 5 (priority) is null for a row the re-check skipped; it is already unlocked.
+					if (rs.getObject(5) != null) {
+						claimed.put(rs.getLong(1), rs.getString(3));
+						last = new long[] { rs.getInt(5), rs.getLong(15), rs.getLong(1) };
+					}
+				}
+			}
+			this.cursor = (claimed.size() == this.batchSize) ? last : null;
 		}
 
 		@Override

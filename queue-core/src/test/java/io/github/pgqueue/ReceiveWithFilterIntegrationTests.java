@@ -55,9 +55,11 @@ class ReceiveWithFilterIntegrationTests {
 			assertThat(lease.message().attempt()).isEqualTo(1);
 			assertThat(this.jdbc.queryForObject("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'",
 					Integer.class)).isEqualTo(1);
+			assertThat(this.jdbc.queryForObject("SELECT sum(cardinality(ids)) FROM pgqueue.holding", Integer.class))
+				.as("listed as held by the receiving session").isEqualTo(1);
 			assertThat(this.jdbc.queryForObject(
 					"SELECT count(*) FROM pgqueue.message WHERE queue = 'rf' AND (attempts <> 0 OR claim_open)",
-					Integer.class)).isEqualTo(1);
+					Integer.class)).as("nothing written on the messages").isZero();
 			assertThat(this.template.receive("rf", "type = 'it''s'", Integer.class)).as("held").isEmpty();
 			lease.ack();
 		}

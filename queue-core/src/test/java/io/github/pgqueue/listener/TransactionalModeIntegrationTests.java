@@ -245,6 +245,24 @@ class TransactionalModeIntegrationTests {
 	}
 
 	@Test
+	void messagesHeldByASessionConsumerThatDiedCountTheirLostAttemptInATransactionalConsumer() {
+		List<Long> ids = this.template.sendBatch("shared", List.of(1, 2, 3));
+		io.github.pgqueue.internal.ConsumerSession dying = this.template.openSession();
+		assertThat(dying.claim("shared", 3).messages()).hasSize(3);
+		this.jdbc.queryForObject("SELECT pg_terminate_backend(?)", Boolean.class, dying.backendPid());
+		await().atMost(Duration.ofSeconds(10)).until(() -> advisoryLocks() == 0);
+		Map<Long, Integer> attempts = new ConcurrentHashMap<>();
+		start(endpoint("shared", "shared", 1, AckMode.AUTO,
+				(message, ack) -> attempts.merge(message.id(), message.attempt(), Math::max), 10));
+
+		await().atMost(Duration.ofSeconds(30)).until(() -> count("shared") == 0);
+		assertThat(attempts).as("the session's lost attempt counted on each").containsOnlyKeys(ids)
+			.allSatisfy((id, attempt) -> assertThat(attempt).isEqualTo(2));
+		dying.close();
+		await().atMost(Duration.ofSeconds(5)).until(() -> advisoryLocks() == 0);
+	}
+
+	@Test
 	void aTransactionPastItsTimeoutIsRolledBackAndTheAttemptCounted() {
 		this.template.declare(QueueDefinition.of("slow").withMaxAttempts(3)
 			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));

@@ -49,11 +49,12 @@ $$
 $$;
 
 -- The claims the backends hold right now: every message whose lock key one of them holds in
--- pgqueue's namespace, with the attempt of its current claim.
+-- pgqueue's namespace, with the attempt of its current claim (the attempts stored, which count
+-- the ones that ended, plus one).
 CREATE OR REPLACE FUNCTION chaos.held_by(pids integer[]) RETURNS TABLE (message_id bigint, attempt integer)
     LANGUAGE sql AS
 $$
-    SELECT m.id, m.attempts
+    SELECT m.id, m.attempts + 1
       FROM pg_locks l
       JOIN pgqueue.message m ON l.objid = (m.id::bit(32)::int4)::oid
      WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted

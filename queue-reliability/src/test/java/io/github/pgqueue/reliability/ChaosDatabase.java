@@ -159,10 +159,14 @@ final class ChaosDatabase {
 		return (terminated != null) ? terminated : 0;
 	}
 
-	/** Records every claim whose message is still in the table as faulted: all sessions died. */
+	/**
+	 * Records the current attempt of every message still in the table as faulted: all sessions
+	 * died. A claim writes nothing on its messages, so which of them were held is not known here;
+	 * a message that was not is delivered for the first time later and needs no explaining.
+	 */
 	void faultEveryClaim(String reason) {
 		this.jdbc.update("INSERT INTO chaos.fault (message_id, attempt, reason) "
-				+ "SELECT id, attempts, ? FROM pgqueue.message WHERE attempts > 0", reason);
+				+ "SELECT id, attempts + 1, ? FROM pgqueue.message", reason);
 	}
 
 	/** The keys among {@code keys} that reached the database: a message row or a delivery. */

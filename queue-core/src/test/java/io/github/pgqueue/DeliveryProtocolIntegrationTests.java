@@ -291,6 +291,53 @@ class DeliveryProtocolIntegrationTests {
 	}
 
 	@Test
+	void retriesRacingClaimsOfOtherConsumersCountOnlyTheFailedAttempts() throws Exception {
+		List<Long> sent = sendMany("retried", 2_000);
+		Map<Long, List<Integer>> attempts = new ConcurrentHashMap<>();
+		AtomicLong acked = new AtomicLong();
+		ExecutorService pool = Executors.newFixedThreadPool(4);
+		try {
+			List<Future<?>> futures = new ArrayList<>();
+			for (int i = 0; i < 4; i++) {
+				futures.add(pool.submit(() -> {
+					long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+					try (ConsumerSession session = this.template.openSession()) {
+						while (acked.get() < sent.size() && System.nanoTime() < deadline) {
+							List<ClaimedMessage> claimed = session.claim("retried", 5).messages();
+							List<Long> done = new ArrayList<>();
+							List<ConsumerSession.Retry> failed = new ArrayList<>();
+							for (ClaimedMessage message : claimed) {
+								attempts.computeIfAbsent(message.id(), (id) -> new java.util.concurrent.CopyOnWriteArrayList<>())
+									.add(message.attempt());
+								if (message.attempt() == 1) {
+									failed.add(new ConsumerSession.Retry(message.id(), Duration.ZERO, "first"));
+								}
+								else {
+									done.add(message.id());
+								}
+							}
+							session.retry(failed);
+							session.ack(done);
+							acked.addAndGet(done.size());
+						}
+					}
+					return null;
+				}));
+			}
+			for (Future<?> future : futures) {
+				future.get(90, TimeUnit.SECONDS);
+			}
+		}
+		finally {
+			pool.shutdownNow();
+		}
+		assertThat(attempts.keySet()).containsExactlyInAnyOrderElementsOf(sent);
+		assertThat(attempts.values()).as("a retry made visible at once is claimed by others as it commits")
+			.allMatch((seen) -> seen.equals(List.of(1, 2)));
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	@Test
 	void aMessageThatKillsItsConsumerBurnsOnlyItsOwnAttempts() {
 		this.template.declare(QueueDefinition.of("mixed").withMaxAttempts(2));
 		List<Long> sent = sendMany("mixed", 6);
@@ -458,6 +505,9 @@ class DeliveryProtocolIntegrationTests {
 	void messagesReleasedBehindTheCursorsOfBusyConsumersAreClaimedAgain() throws Exception {
 		// Every fifth batch is released instead of acked: its rows are behind the cursors of the
 		// consumers that go on claiming full batches, and only a claim from the head finds them.
+		// Released batches are often claimed again together, and released again: enough attempts that
+		// none is dead-lettered on the way.
+		this.template.declare(QueueDefinition.of("cursor-release").withMaxAttempts(1_000));
 		List<Long> sent = sendMany("cursor-release", 6_000);
 		Map<Long, AtomicInteger> acked = new ConcurrentHashMap<>();
 		Map<Long, Long> holders = new ConcurrentHashMap<>();

@@ -346,7 +346,11 @@ public final class QueueSql {
 		// goes through an UPDATE (written), which does not trust the snapshot: PostgreSQL waits for
 		// the changing transaction and re-evaluates the WHERE clause on the row's newest version
 		// (EvalPlanQual), skipping it if it is gone, moved to another queue or no longer visible.
-		// A suspect's lost attempt is counted there, and claim_open says that this holder's is not.
+		// A suspect's lost attempt is counted there, and claim_open says that this holder's is not:
+		// only if the row is the version the scan saw (its xmin). A suspect is judged on the scan's
+		// snapshot, which can still show the holding row of a live session that has just retried or
+		// released the row and unlocked it; that session wrote the row, so its xmin has changed, and
+		// the row is then claimed as any other.
 		//
 		// Row-level security lets a role that may only send to a queue read its messages (see
 		// V10__queue_access.sql); the UPDATE policy is what keeps it from claiming them, so fresh,
@@ -365,10 +369,10 @@ public final class QueueSql {
 		// an idle poll still costs one.
 		this.claim = ("""
 				{priorities}locked AS (
-				    SELECT c.id, c.suspect, row_number() OVER () AS n
+				    SELECT c.id, c.suspect, c.seen, row_number() OVER () AS n
 				      FROM priorities p
 				     CROSS JOIN LATERAL (
-				            SELECT m.id, {held_by_the_dead} AS suspect
+				            SELECT m.id, {held_by_the_dead} AS suspect, m.xmin AS seen
 				              FROM %1$s.message m
 				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
 				               AND (? OR NOT {held_by_the_dead})
@@ -379,9 +383,9 @@ public final class QueueSql {
 				     LIMIT {batch}
 				),
 				chosen AS (
-				    SELECT id, false AS suspect FROM locked WHERE NOT EXISTS (SELECT 1 FROM locked WHERE suspect)
+				    SELECT id, false AS suspect, seen FROM locked WHERE NOT EXISTS (SELECT 1 FROM locked WHERE suspect)
 				    UNION ALL
-				    (SELECT id, true FROM locked WHERE suspect ORDER BY n LIMIT 1)
+				    (SELECT id, true, seen FROM locked WHERE suspect ORDER BY n LIMIT 1)
 				),
 				fresh AS (
 				    SELECT m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
@@ -393,13 +397,13 @@ public final class QueueSql {
 				),
 				written AS (
 				    UPDATE %1$s.message m
-				       SET attempts = m.attempts + CASE WHEN c.suspect THEN 1 ELSE 0 END, claim_open = c.suspect,
-				           claimed_at = now()
+				       SET attempts = m.attempts + CASE WHEN c.suspect AND m.xmin = c.seen THEN 1 ELSE 0 END,
+				           claim_open = c.suspect AND m.xmin = c.seen, claimed_at = now()
 				      FROM chosen c
 				     WHERE m.id = ANY (ARRAY(SELECT id FROM chosen WHERE id NOT IN (SELECT id FROM fresh)))
 				       AND m.id = c.id AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
 				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
-				              m.max_attempts, m.created_at, m.last_error, c.suspect
+				              m.max_attempts, m.created_at, m.last_error, m.claim_open
 				),
 				claimed AS (
 				    SELECT * FROM fresh UNION ALL SELECT * FROM written
@@ -749,22 +753,22 @@ public final class QueueSql {
 	private static String claimOne(String s, String condition) {
 		return ("""
 				WITH candidate AS MATERIALIZED (
-				    SELECT m.id, {suspect} AS suspect
+				    SELECT m.id, {suspect} AS suspect, m.xmin AS seen
 				      FROM %1$s.message m
 				     WHERE m.id = ? AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
 				""" + condition + """
 				),
 				locked AS (
-				    SELECT id, suspect FROM candidate WHERE pg_try_advisory_lock(?, id::bit(32)::int4)
+				    SELECT id, suspect, seen FROM candidate WHERE pg_try_advisory_lock(?, id::bit(32)::int4)
 				),
 				claimed AS (
 				    UPDATE %1$s.message m
-				       SET attempts = m.attempts + CASE WHEN l.suspect THEN 1 ELSE 0 END, claim_open = l.suspect,
-				           claimed_at = now()
+				       SET attempts = m.attempts + CASE WHEN l.suspect AND m.xmin = l.seen THEN 1 ELSE 0 END,
+				           claim_open = l.suspect AND m.xmin = l.seen, claimed_at = now()
 				      FROM locked l
 				     WHERE m.id = l.id AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
 				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
-				              m.max_attempts, m.created_at, m.last_error, l.suspect
+				              m.max_attempts, m.created_at, m.last_error, m.claim_open AS suspect
 				),
 				""" + HOLDING_OF_A_CLAIM.formatted("claimed") + """
 				SELECT l.id,

@@ -618,6 +618,9 @@ public final class QueueSql {
 		// run often) guesses thousands of candidates from the LIMIT parameter and would hash-join a
 		// scan of the whole table; with an array it looks them up by primary key.
 		//
+		// The suspect test runs on the locked rows only, outside the walk: in the walk, next to the
+		// FIFO groups' test, it made the planner pick a plan that drained grouped queues at 44 msg/s.
+		//
 		// A row no transaction ever locked (xmax 0, the common case) skips the suspect test: a call of
 		// locker_aborted costs tens of microseconds, most of a batch's claim when made on every row.
 		//
@@ -626,11 +629,12 @@ public final class QueueSql {
 		// claim's, with column 2 true for a suspect (id only), and the next-due row when no candidate.
 		this.transactionalClaim = ("""
 				{priorities}candidates AS MATERIALIZED (
-				    SELECT c.id, c.held_by_the_dead
+				    SELECT c.id, (c.claim_open AND c.claimed_at > pg_postmaster_start_time())
+				                 OR c.id IN (SELECT unnest(h.ids) FROM %1$s.holding h WHERE h.opened_at > pg_postmaster_start_time())
 				                 OR CASE WHEN c.xmax = '0'::xid THEN false ELSE %1$s.locker_aborted(c.xmax) END AS suspect
 				      FROM priorities p
 				     CROSS JOIN LATERAL (
-				            SELECT m.id, m.xmax, {held_by_the_dead} AS held_by_the_dead
+				            SELECT m.id, m.xmax, m.claim_open, m.claimed_at
 				              FROM %1$s.message m
 				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
 				{filter}{after}""" + GROUP_HEAD + """

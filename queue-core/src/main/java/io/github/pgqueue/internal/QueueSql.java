@@ -629,8 +629,7 @@ public final class QueueSql {
 		// claim's, with column 2 true for a suspect (id only), and the next-due row when no candidate.
 		this.transactionalClaim = ("""
 				{priorities}candidates AS MATERIALIZED (
-				    SELECT c.id, (c.claim_open AND c.claimed_at > pg_postmaster_start_time())
-				                 OR c.id IN (SELECT unnest(h.ids) FROM %1$s.holding h WHERE h.opened_at > pg_postmaster_start_time())
+				    SELECT c.id, {held_by_the_dead_c}
 				                 OR CASE WHEN c.xmax = '0'::xid THEN false ELSE %1$s.locker_aborted(c.xmax) END AS suspect
 				      FROM priorities p
 				     CROSS JOIN LATERAL (
@@ -660,7 +659,9 @@ public final class QueueSql {
 				UNION ALL
 				SELECT id, true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 				  FROM candidates WHERE suspect
-				""" + NEXT_DUE.formatted("candidates")).replace("{held_by_the_dead}", HELD_BY_THE_DEAD).formatted(s);
+				""" + NEXT_DUE.formatted("candidates"))
+			.replace("{held_by_the_dead_c}", HELD_BY_THE_DEAD.replace("m.", "c."))
+			.formatted(s);
 
 		// 1 ids, 2 queue. In the handlers' transaction, which holds the rows' locks.
 		this.transactionalAck = "DELETE FROM %s.message WHERE id = ANY(?) AND (queue = ?) IS TRUE RETURNING id".formatted(s);

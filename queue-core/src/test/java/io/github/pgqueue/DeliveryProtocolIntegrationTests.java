@@ -264,6 +264,59 @@ class DeliveryProtocolIntegrationTests {
 		assertThat(advisoryLocks()).isZero();
 	}
 
+	/**
+	 * A completion gives up its session lock in its statement but keeps the message's key until it
+	 * commits: a claim made in between passes over the message as held, at once, and does not lock
+	 * it (with the key released before the commit, the claim locked it and then waited in its
+	 * re-check on the uncommitted delete). The commit is held open by a deferred trigger that waits
+	 * for a lock the test holds.
+	 */
+	@Test
+	void aMessageBeingAckedStaysTakenUntilItsAckCommits() throws Exception {
+		List<Long> sent = sendMany("handover", 2);
+		this.jdbc.execute("""
+				CREATE FUNCTION public.handover_commit_gate() RETURNS trigger LANGUAGE plpgsql AS $$
+				BEGIN PERFORM pg_advisory_lock(4242); PERFORM pg_advisory_unlock(4242); RETURN NULL; END $$""");
+		this.jdbc.execute("""
+				CREATE CONSTRAINT TRIGGER handover_commit_gate AFTER DELETE ON pgqueue.message
+				DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.handover_commit_gate()""");
+		ExecutorService pool = Executors.newFixedThreadPool(2);
+		try (java.sql.Connection gate = this.dataSource.getConnection();
+				ConsumerSession acking = this.template.openSession();
+				ConsumerSession claiming = this.template.openSession()) {
+			gate.createStatement().execute("SELECT pg_advisory_lock(4242)");
+			long first = acking.claim("handover", 1).messages().get(0).id();
+			assertThat(first).isEqualTo(sent.get(0));
+			Future<?> ack = pool.submit(() -> acking.ack(List.of(first)));
+			String ackWaiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted";
+			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+			while (count(ackWaiting) == 0 && System.nanoTime() < deadline) {
+				Thread.sleep(10);
+			}
+			assertThat(count(ackWaiting)).as("the ack has deleted and waits to commit").isEqualTo(1);
+
+			Future<ConsumerSession.Claim> claim = pool.submit(() -> claiming.claim("handover", 10));
+			ConsumerSession.Claim taken;
+			try {
+				taken = claim.get(5, TimeUnit.SECONDS);
+			}
+			finally {
+				gate.createStatement().execute("SELECT pg_advisory_unlock(4242)");
+			}
+			assertThat(taken.messages()).extracting(ClaimedMessage::id).containsExactly(sent.get(1));
+			assertThat(taken.raced()).as("the message being acked was not locked").isZero();
+			ack.get(10, TimeUnit.SECONDS);
+			claiming.ack(List.of(sent.get(1)));
+		}
+		finally {
+			pool.shutdownNow();
+			this.jdbc.execute("DROP TRIGGER IF EXISTS handover_commit_gate ON pgqueue.message");
+			this.jdbc.execute("DROP FUNCTION IF EXISTS public.handover_commit_gate()");
+		}
+		assertThat(count("SELECT count(*) FROM pgqueue.message WHERE queue = 'handover'")).isZero();
+		assertThat(advisoryLocks()).isZero();
+	}
+
 	@Test
 	void messagesHeldBySessionsWhenTheServerRestartedAreClaimedInBatchesNotAsSuspects() {
 		List<Long> sent = sendMany("held-at-restart", 40);

@@ -27,6 +27,14 @@ final class JdbcWorkers implements Consumers {
 			return null;
 		}
 
+		/**
+		 * After a poll that handled messages: whether it took a full batch, so that the worker wakes
+		 * its idle siblings as pgqueue's pollers do (more is likely waiting).
+		 */
+		default boolean tookFullBatch() {
+			return false;
+		}
+
 	}
 
 	/** Prepares a worker's poller on its connection. */
@@ -87,7 +95,11 @@ final class JdbcWorkers implements Consumers {
 			connection.setAutoCommit(true);
 			Poller poller = pollers.create(connection);
 			while (this.running) {
-				if (poller.poll() == 0) {
+				int handled = poller.poll();
+				if (handled > 0 && poller.tookFullBatch()) {
+					this.wakeups.wakeSiblings(worker);
+				}
+				if (handled == 0) {
 					Duration due = poller.nextDue();
 					Duration idle = (due != null && due.compareTo(this.pollInterval) < 0) ? due : this.pollInterval;
 					this.wakeups.await(worker, idle.toMillis());

@@ -7,6 +7,7 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.Semaphore;
 
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.internal.QueueSql;
@@ -23,7 +24,16 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 
 	private static final String HEADERS = "{}";
 
+	/** As the consumer session: claims from the head made while each one's rows were all raced. */
+	private static final int RACED_CLAIM_ATTEMPTS = 3;
+
 	private final QueueSql sql = new QueueSql("pgqueue");
+
+	/**
+	 * As pgqueue's pollers: one session at a time may take messages whose consumer died, the
+	 * others claim with that parameter false.
+	 */
+	private final Semaphore suspects = new Semaphore(1);
 
 	private final int namespace;
 
@@ -142,15 +152,16 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 	 * 11 namespace, 12 payload limit in bytes, 13 queue.
 	 */
 	static void bindClaim(PreparedStatement claim, int namespace) throws SQLException {
-		bindClaim(claim, QUEUE, namespace, 0);
+		bindClaim(claim, QUEUE, namespace, 0, true);
 	}
 
-	static void bindClaim(PreparedStatement claim, String queue, int namespace, long sessionKey) throws SQLException {
+	static void bindClaim(PreparedStatement claim, String queue, int namespace, long sessionKey, boolean mayTakeOpen)
+			throws SQLException {
 		claim.setString(1, queue);
 		claim.setString(2, queue);
 		claim.setString(3, queue);
 		claim.setString(4, queue);
-		claim.setBoolean(5, true);
+		claim.setBoolean(5, mayTakeOpen);
 		claim.setInt(6, namespace);
 		claim.setString(7, queue);
 		claim.setString(8, queue);
@@ -191,6 +202,11 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 
 		private long headClaimedAt;
 
+		/** How many rows the last claim locked that the re-check skipped. */
+		private int raced;
+
+		private boolean lastPollFull;
+
 		/** What the last claim that found nothing said of the next delayed message. */
 		private Duration nextDue;
 
@@ -217,13 +233,13 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 		 * Binds the claim that goes on from the cursor: 1 priority, 2–4 queue, 5 may take suspects,
 		 * 6 visible_at in microseconds, 7 id, then as {@link #bindClaim} from its parameter 6 on.
 		 */
-		private void bindClaimAfter(int namespace) throws SQLException {
+		private void bindClaimAfter(int namespace, boolean mayTakeOpen) throws SQLException {
 			PreparedStatement ps = this.claimAfter;
 			ps.setInt(1, (int) this.cursor[0]);
 			ps.setString(2, this.queue);
 			ps.setString(3, this.queue);
 			ps.setString(4, this.queue);
-			ps.setBoolean(5, true);
+			ps.setBoolean(5, mayTakeOpen);
 			ps.setLong(6, this.cursor[1]);
 			ps.setLong(7, this.cursor[2]);
 			ps.setInt(8, namespace);
@@ -240,15 +256,28 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 		public int poll() throws SQLException {
 			int ns = RawSameGuaranteeSystem.this.namespace;
 			Map<Long, String> claimed = new LinkedHashMap<>();
-			if (this.cursor != null && System.nanoTime() - this.headClaimedAt < 1_000_000_000L) {
-				bindClaimAfter(ns);
-				claim(this.claimAfter, claimed);
+			boolean mayTakeOpen = RawSameGuaranteeSystem.this.suspects.tryAcquire();
+			try {
+				// As pgqueue: a claim whose rows were all being completed by others is made again.
+				for (int i = 0; i < RACED_CLAIM_ATTEMPTS && claimed.isEmpty() && (i == 0 || this.raced > 0); i++) {
+					if (this.cursor != null && System.nanoTime() - this.headClaimedAt < 1_000_000_000L) {
+						bindClaimAfter(ns, mayTakeOpen);
+						claim(this.claimAfter, claimed);
+						if (!claimed.isEmpty() || this.raced > 0) {
+							continue;
+						}
+					}
+					bindClaim(this.claim, this.queue, ns, this.sessionKey, mayTakeOpen);
+					this.headClaimedAt = System.nanoTime();
+					claim(this.claim, claimed);
+				}
 			}
-			if (claimed.isEmpty()) {
-				bindClaim(this.claim, this.queue, ns, this.sessionKey);
-				this.headClaimedAt = System.nanoTime();
-				claim(this.claim, claimed);
+			finally {
+				if (mayTakeOpen) {
+					RawSameGuaranteeSystem.this.suspects.release();
+				}
 			}
+			this.lastPollFull = claimed.size() == this.batchSize;
 			for (String payload : claimed.values()) {
 				this.handler.onMessage(Payloads.sequence(payload));
 			}
@@ -268,9 +297,15 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 			return claimed.size();
 		}
 
+		@Override
+		public boolean tookFullBatch() {
+			return this.lastPollFull;
+		}
+
 		/** Runs a claim, adding what it took to {@code claimed}; keeps the cursor of a full one. */
 		private void claim(PreparedStatement claim, Map<Long, String> claimed) throws SQLException {
 			this.nextDue = null;
+			this.raced = 0;
 			long[] last = null;
 			try (ResultSet rs = claim.executeQuery()) {
 				while (rs.next()) {
@@ -280,14 +315,23 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 						this.nextDue = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, millis));
 						continue;
 					}
-					// Column 5 (priority) is null for a row the re-check skipped; it is already unlocked.
+					// Columns 16 and 17: the place of every chosen row (null for one left because a
+					// suspect was claimed alone); the cursor goes on after the last.
+					boolean chosen = rs.getObject(16) != null;
+					long[] place = { rs.getInt(16), rs.getLong(17), rs.getLong(1) };
+					if (chosen && (last == null || java.util.Arrays.compare(place, last) > 0)) {
+						last = place;
+					}
+					// Column 5 (priority) is null for a row the re-check found gone; it is already unlocked.
 					if (rs.getObject(5) != null) {
 						claimed.put(rs.getLong(1), rs.getString(3));
-						last = new long[] { rs.getInt(5), rs.getLong(15), rs.getLong(1) };
+					}
+					else if (chosen) {
+						this.raced++;
 					}
 				}
 			}
-			this.cursor = (claimed.size() == this.batchSize) ? last : null;
+			this.cursor = (claimed.size() + this.raced == this.batchSize) ? last : null;
 		}
 
 		@Override

@@ -81,6 +81,11 @@ final class Wakeups implements AutoCloseable {
 		}
 	}
 
+	/** Wakes the idle workers of {@code worker}'s queue: it found a full batch, more is likely waiting. */
+	void wakeSiblings(int worker) {
+		wake(this.queues[worker]);
+	}
+
 	void wakeAll() {
 		for (Semaphore worker : this.workers) {
 			if (worker.availablePermits() == 0) {

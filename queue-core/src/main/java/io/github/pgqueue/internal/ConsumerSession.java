@@ -77,6 +77,14 @@ public final class ConsumerSession implements AutoCloseable {
 	 */
 	static final long HEAD_CLAIM_INTERVAL_NANOS = 1_000_000_000L;
 
+	/**
+	 * How many statements one claim makes at most while each locks only rows that other consumers
+	 * were completing. In a busy queue the head is where the others' batches are being acked; a
+	 * claim there could lock only those, and taking that as "nothing to do" sent pollers to sleep
+	 * in the middle of a drain.
+	 */
+	static final int RACED_CLAIM_ATTEMPTS = 3;
+
 	/** How often {@link #checkAlive()} looks at the socket. */
 	static final long ALIVE_CHECK_INTERVAL_MS = 100;
 
@@ -188,14 +196,17 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 		checkNotLost();
 		this.claimedQueue = queue;
-		ClaimCursor cursor = this.cursors.remove(queue);
-		if (cursor != null && !cursor.dueForHead()) {
-			Claim claim = claim(queue, max, mayTakeOpen, filter, cursor);
-			if (!claim.messages().isEmpty() || claim.deadLettered() > 0) {
-				return claim;
+		Claim claim = null;
+		// A claim whose rows the re-check all found gone (completed by other consumers after its
+		// snapshot was taken) met a busy queue, not an empty one: it is made again, going on past them.
+		for (int i = 0; i < RACED_CLAIM_ATTEMPTS && (claim == null || claim.racedOnly()); i++) {
+			ClaimCursor cursor = this.cursors.remove(queue);
+			claim = (cursor != null && !cursor.dueForHead()) ? claim(queue, max, mayTakeOpen, filter, cursor) : null;
+			if (claim == null || (!claim.found() && !claim.racedOnly())) {
+				claim = claim(queue, max, mayTakeOpen, filter, null);
 			}
 		}
-		return claim(queue, max, mayTakeOpen, filter, null);
+		return claim;
 	}
 
 	/** Claims from the head of the queue, or after {@code cursor}; keeps the cursor of a full claim. */
@@ -229,8 +240,8 @@ public final class ConsumerSession implements AutoCloseable {
 			ps.setInt(++i, this.namespace);
 			ps.setInt(++i, this.maxPayloadBytes);
 			ps.setString(++i, queue);
-			Claim claim = readClaim(queue, ps);
-			if (claim.messages().size() + claim.deadLettered() == max) {
+			Claim claim = readClaim(queue, ps, true);
+			if (claim.last() != null && claim.messages().size() + claim.deadLettered() + claim.raced() == max) {
 				this.cursors.put(queue, claim.last().since((cursor != null) ? cursor.headClaimedAt() : System.nanoTime()));
 			}
 			return claim;
@@ -274,7 +285,7 @@ public final class ConsumerSession implements AutoCloseable {
 			ps.setLong(5, this.sessionKey);
 			ps.setInt(6, this.namespace);
 			ps.setInt(7, this.maxPayloadBytes);
-			return readClaim(queue, ps);
+			return readClaim(queue, ps, false);
 		}
 		catch (SQLException ex) {
 			throw claimFailure(queue, ex);
@@ -283,12 +294,15 @@ public final class ConsumerSession implements AutoCloseable {
 
 	/**
 	 * Reads a claim's rows: holds what was claimed, dead-letters what is exhausted or oversized.
+	 * With {@code placed} (the batch claims), the claim's last place is that of the furthest row
+	 * it chose, claimed or found gone by the re-check; otherwise that of the last row claimed.
 	 */
-	private Claim readClaim(String queue, PreparedStatement ps) throws SQLException {
+	private Claim readClaim(String queue, PreparedStatement ps, boolean placed) throws SQLException {
 		List<ClaimedMessage> deliverable = new ArrayList<>();
 		List<DeadLetter> letters = new ArrayList<>();
 		Duration nextVisible = null;
 		ClaimCursor last = null;
+		int raced = 0;
 		try (ResultSet rs = ps.executeQuery()) {
 			while (rs.next()) {
 				if (rs.getObject(1) == null) {
@@ -296,12 +310,21 @@ public final class ConsumerSession implements AutoCloseable {
 					nextVisible = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, ms));
 					continue; // nothing could be locked: when the next delayed message is due
 				}
+				ClaimCursor place = placed ? ClaimCursor.ofChosen(rs) : null;
+				if (place != null && (last == null || place.isAfter(last))) {
+					last = place;
+				}
 				if (rs.getObject(5) == null) {
-					continue; // skipped by the re-check and already unlocked
+					if (place != null) {
+						raced++; // chosen, found gone by the re-check, and already unlocked
+					}
+					continue; // or locked and left (unlocked) because a suspect was claimed alone
 				}
 				ClaimedMessage message = read(queue, rs);
 				this.held.add(message.id());
-				last = ClaimCursor.of(rs);
+				if (!placed) {
+					last = ClaimCursor.of(rs);
+				}
 				String unusable = unusable(message, this.maxPayloadBytes);
 				if (unusable != null) {
 					letters.add(DeadLetter.of(message, unusable));
@@ -315,7 +338,7 @@ public final class ConsumerSession implements AutoCloseable {
 			deadLetter(letters);
 		}
 		this.lastAliveCheck = System.nanoTime();
-		return new Claim(deliverable, letters.size(), nextVisible, last);
+		return new Claim(deliverable, letters.size(), nextVisible, last, raced);
 	}
 
 	/**
@@ -636,10 +659,24 @@ public final class ConsumerSession implements AutoCloseable {
 	/**
 	 * The outcome of a claim: the messages to deliver, how many were dead-lettered instead, when
 	 * nothing could be claimed how long until the queue's next delayed message becomes visible
-	 * (null when none is waiting or it is unknown), and where the last claimed row is in the claim
-	 * index (null when none was claimed).
+	 * (null when none is waiting or it is unknown), where the last claimed row is in the claim
+	 * index (null when none was claimed), and how many rows it locked that the re-check skipped.
 	 */
-	public record Claim(List<ClaimedMessage> messages, int deadLettered, Duration nextVisibleIn, ClaimCursor last) {
+	public record Claim(List<ClaimedMessage> messages, int deadLettered, Duration nextVisibleIn, ClaimCursor last,
+			int raced) {
+
+		/**
+		 * Whether the claim locked rows but the re-check skipped them all: they were being
+		 * completed by other consumers (see the claim's comment in {@link QueueSql}).
+		 */
+		public boolean racedOnly() {
+			return this.raced > 0 && !found();
+		}
+
+		/** Whether the claim took any message, to deliver or dead-lettered. */
+		public boolean found() {
+			return !this.messages.isEmpty() || this.deadLettered > 0;
+		}
 
 	}
 
@@ -653,6 +690,27 @@ public final class ConsumerSession implements AutoCloseable {
 		/** The place of the claimed row at the current row of {@code rs}, a claim's result. */
 		public static ClaimCursor of(ResultSet rs) throws SQLException {
 			return new ClaimCursor(rs.getInt(5), rs.getLong(15), rs.getLong(1), 0);
+		}
+
+		/**
+		 * The place of the chosen row at the current row of {@code rs}, a batch claim's result
+		 * (columns 16 and 17), whether it was claimed or found gone by the re-check; null for a
+		 * row the claim locked and left.
+		 */
+		static ClaimCursor ofChosen(ResultSet rs) throws SQLException {
+			int priority = rs.getInt(16);
+			return rs.wasNull() ? null : new ClaimCursor(priority, rs.getLong(17), rs.getLong(1), 0);
+		}
+
+		/** Whether this place comes after {@code other} in the claim index. */
+		boolean isAfter(ClaimCursor other) {
+			if (this.priority != other.priority) {
+				return this.priority > other.priority;
+			}
+			if (this.visibleAtMicros != other.visibleAtMicros) {
+				return this.visibleAtMicros > other.visibleAtMicros;
+			}
+			return this.id > other.id;
 		}
 
 		/** This place, reached by claims that last started from the head at {@code headClaimedAt}. */

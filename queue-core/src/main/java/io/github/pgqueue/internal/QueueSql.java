@@ -172,7 +172,8 @@ public final class QueueSql {
 
 	/**
 	 * The row a claim adds when it found no candidate (1 queue): in how many milliseconds the
-	 * queue's next delayed message becomes visible; formatted with the CTE of the candidates.
+	 * queue's next delayed message becomes visible; formatted with the null columns the claim has
+	 * after that one (text such as {@code ", NULL"}, or empty) and the CTE of the candidates.
 	 */
 	private static final String NEXT_DUE = """
 			UNION ALL
@@ -183,7 +184,7 @@ public final class QueueSql {
 			                SELECT m.visible_at FROM %%1$s.message m
 			                 WHERE m.queue = ? AND m.priority = p.priority
 			                   AND m.visible_at > now() AND m.visible_at < 'infinity'
-			                 ORDER BY m.visible_at LIMIT 1) n)
+			                 ORDER BY m.visible_at LIMIT 1) n)%s
 			 WHERE NOT EXISTS (SELECT 1 FROM %s)""";
 
 	/**
@@ -337,10 +338,10 @@ public final class QueueSql {
 		// a message that kills its consumer then burns its own attempts, not its neighbours'.
 		//
 		// fresh and written: the re-check. The scan's snapshot can still show a row that another
-		// consumer acked, retried or dead-lettered and unlocked a moment ago (a completion unlocks
-		// before it commits), so the lock succeeds on it. Such a completion wrote the row before it
-		// unlocked it, so the row's xmax is no longer 0 when it is read again here, after every
-		// lock was taken. A row whose xmax is 0 was not written since it was sent or last retried:
+		// consumer acked, retried or dead-lettered a moment ago (its completion committed, and so
+		// released the row's key, after this statement's snapshot was taken), so the lock succeeds
+		// on it. Such a completion wrote the row, so the row's xmax is no longer 0 when it is read
+		// again here, after every lock was taken. A row whose xmax is 0 was not written since it was sent or last retried:
 		// it is claimed as it is, with nothing written (fresh). Every other row (a suspect, or one
 		// written since: a completion that may not have committed, a transactional consumer's lock)
 		// goes through an UPDATE (written), which does not trust the snapshot: PostgreSQL waits for
@@ -363,16 +364,19 @@ public final class QueueSql {
 		//
 		// The final select unlocks at once every locked row not claimed, and returns the
 		// claimed rows with their queue's policy; a payload above the limit is not sent (its text is
-		// null and its size says why). When nothing could be locked, one row with a null id says in
+		// null and its size says why). Columns 16 and 17 give the place in the claim index (priority,
+		// visible_at in microseconds) of every chosen row, claimed or found gone by the re-check
+		// (null for rows left because a suspect was chosen alone): a poller goes on after the last,
+		// past rows found gone. When nothing could be locked, one row with a null id says in
 		// how many milliseconds the queue's next delayed message becomes visible (null: none), so
 		// an idle poller sleeps until then and not a whole poll interval: in the same statement, so
 		// an idle poll still costs one.
 		this.claim = ("""
 				{priorities}locked AS (
-				    SELECT c.id, c.suspect, c.seen, row_number() OVER () AS n
+				    SELECT c.id, c.suspect, c.seen, c.priority, c.visible_at, row_number() OVER () AS n
 				      FROM priorities p
 				     CROSS JOIN LATERAL (
-				            SELECT m.id, {held_by_the_dead} AS suspect, m.xmin AS seen
+				            SELECT m.id, {held_by_the_dead} AS suspect, m.xmin AS seen, m.priority, m.visible_at
 				              FROM %1$s.message m
 				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
 				               AND (? OR NOT {held_by_the_dead})
@@ -412,23 +416,26 @@ public final class QueueSql {
 				(SELECT l.id,
 				       CASE WHEN c.id IS NULL THEN pg_advisory_unlock(?, l.id::bit(32)::int4) END,
 				""" + CLAIMED_COLUMNS.formatted("c.attempts + 1") + """
+				       , CASE WHEN l.id IN (SELECT id FROM chosen) THEN l.priority END,
+				       CASE WHEN l.id IN (SELECT id FROM chosen) THEN (extract(epoch FROM l.visible_at) * 1000000)::bigint END
 				  FROM locked l
 				  LEFT JOIN claimed c ON c.id = l.id
 				""" + POLICY_JOINS + """
 				 ORDER BY c.priority, c.visible_at, l.id)
-				""" + NEXT_DUE.formatted("locked")).replace("{held_by_the_dead}", HELD_BY_THE_DEAD).formatted(s);
+				""" + NEXT_DUE.formatted(", NULL, NULL", "locked")).replace("{held_by_the_dead}", HELD_BY_THE_DEAD).formatted(s);
 
 		// 1 ids, 2 the queue they were claimed from, 3 backend pid of the claiming session,
 		// 4 namespace, 5 session key (its holding row loses the ids deleted). The pid guard fences a lease whose session died: on any other session the
 		// statement deletes nothing. The queue guard leaves a row that was moved while held (by
-		// hand, say): it is released instead. The unlock runs per deleted row, before commit; a
-		// session that locks the row in that gap blocks in its re-check on our row lock and then
-		// finds the row gone.
+		// hand, say): it is released instead. Each deleted row's session lock is handed over to a
+		// transaction lock (unlock_at_commit, V13__unlock_at_commit.sql), so no claim can lock the
+		// row before the delete commits; a claim whose snapshot was taken before that commit can still
+		// lock it after, and its re-check then finds the row gone.
 		this.ack = ("""
 				WITH acked AS (
 				    DELETE FROM %1$s.message
 				     WHERE id = ANY(?) AND (queue = ?) IS TRUE AND pg_backend_pid() = ?
-				    RETURNING id, pg_advisory_unlock(?, id::bit(32)::int4) AS unlocked
+				    RETURNING id, %1$s.unlock_at_commit(?, id::bit(32)::int4) AS unlocked
 				),
 				""" + UNHOLD.formatted("acked") + """
 				SELECT id, unlocked FROM acked""").formatted(s);
@@ -445,7 +452,7 @@ public final class QueueSql {
 				           last_error = COALESCE(r.error, m.last_error), claim_open = false
 				      FROM r
 				     WHERE m.id = ANY (ARRAY(SELECT id FROM r)) AND m.id = r.id AND pg_backend_pid() = ?
-				    RETURNING m.id, m.queue, pg_advisory_unlock(?, m.id::bit(32)::int4) AS unlocked),
+				    RETURNING m.id, m.queue, %1$s.unlock_at_commit(?, m.id::bit(32)::int4) AS unlocked),
 				""" + UNHOLD.formatted("retried") + """
 				SELECT id, unlocked, pg_notify(?, queue) FROM retried""").formatted(s);
 
@@ -464,7 +471,7 @@ public final class QueueSql {
 				              FROM n JOIN %1$s.message o ON o.id = n.id
 				             WHERE o.id = ANY (ARRAY(SELECT id FROM n))) AS d(id, dlq, error, park)
 				     WHERE m.id = ANY (ARRAY(SELECT id FROM n)) AND m.id = d.id AND pg_backend_pid() = ?
-				    RETURNING m.id, m.queue, d.park, pg_advisory_unlock(?, m.id::bit(32)::int4) AS unlocked),
+				    RETURNING m.id, m.queue, d.park, %1$s.unlock_at_commit(?, m.id::bit(32)::int4) AS unlocked),
 				""" + UNHOLD.formatted("moved") + """
 				SELECT id, unlocked, CASE WHEN NOT park THEN pg_notify(?, queue) END FROM moved""").formatted(s);
 
@@ -478,7 +485,7 @@ public final class QueueSql {
 				    UPDATE %1$s.message m
 				       SET claim_open = false, attempts = m.attempts + CASE WHEN ? THEN 1 ELSE 0 END
 				     WHERE m.id = ANY(?)
-				    RETURNING m.id, pg_advisory_unlock(?, m.id::bit(32)::int4)),
+				    RETURNING m.id, %1$s.unlock_at_commit(?, m.id::bit(32)::int4)),
 				unheld AS (
 				    UPDATE %1$s.holding h SET ids = ARRAY(SELECT i FROM unnest(h.ids) AS i WHERE i <> ALL (?::bigint[]))
 				     WHERE h.session = ?
@@ -490,8 +497,8 @@ public final class QueueSql {
 				            THEN pg_advisory_unlock(?, t.id::bit(32)::int4) ELSE false END""".formatted(s);
 
 		// 1 id, 2 queue, 3 namespace. Seed 000's cancel: deletes the message only if no consumer
-		// holds it. The lock is transaction-scoped: a completion unlocks before it commits, so the
-		// DELETE may lock, wait on the row and then find it moved, or evaluate the lock twice; the
+		// holds it. The lock is transaction-scoped: the DELETE may wait on the row a concurrent change
+		// holds and then find it moved, or evaluate the lock twice (re-checking the row); the
 		// lock must go with the transaction whatever happened (and it keeps consumers off the row
 		// until a caller's transaction that cancelled it commits or rolls back).
 		this.cancel = """
@@ -659,7 +666,7 @@ public final class QueueSql {
 				UNION ALL
 				SELECT id, true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 				  FROM candidates WHERE suspect
-				""" + NEXT_DUE.formatted("candidates"))
+				""" + NEXT_DUE.formatted("", "candidates"))
 			.replace("{held_by_the_dead_c}", HELD_BY_THE_DEAD.replace("m.", "c."))
 			.formatted(s);
 

@@ -295,7 +295,7 @@ public final class ConsumerSession implements AutoCloseable {
 	/**
 	 * Reads a claim's rows: holds what was claimed, dead-letters what is exhausted or oversized.
 	 * With {@code placed} (the batch claims), the claim's last place is that of the furthest row
-	 * it chose, claimed or found gone by the re-check; otherwise that of the last row claimed.
+	 * it chose, claimed or found gone by the re-check; otherwise it has none.
 	 */
 	private Claim readClaim(String queue, PreparedStatement ps, boolean placed) throws SQLException {
 		List<ClaimedMessage> deliverable = new ArrayList<>();
@@ -322,9 +322,6 @@ public final class ConsumerSession implements AutoCloseable {
 				}
 				ClaimedMessage message = read(queue, rs);
 				this.held.add(message.id());
-				if (!placed) {
-					last = ClaimCursor.of(rs);
-				}
 				String unusable = unusable(message, this.maxPayloadBytes);
 				if (unusable != null) {
 					letters.add(DeadLetter.of(message, unusable));
@@ -659,8 +656,9 @@ public final class ConsumerSession implements AutoCloseable {
 	/**
 	 * The outcome of a claim: the messages to deliver, how many were dead-lettered instead, when
 	 * nothing could be claimed how long until the queue's next delayed message becomes visible
-	 * (null when none is waiting or it is unknown), where the last claimed row is in the claim
-	 * index (null when none was claimed), and how many rows it locked that the re-check skipped.
+	 * (null when none is waiting or it is unknown), where the furthest row a batch claim chose is in
+	 * the claim index (null when it chose none), and how many rows it chose that the re-check found
+	 * gone.
 	 */
 	public record Claim(List<ClaimedMessage> messages, int deadLettered, Duration nextVisibleIn, ClaimCursor last,
 			int raced) {
@@ -682,8 +680,9 @@ public final class ConsumerSession implements AutoCloseable {
 
 	/**
 	 * Where a poller's claims go on from: a row's place in the claim index (its priority, visible_at
-	 * in microseconds since the epoch, as a claim's column 15 gives it, and id), and when the claims
-	 * that led to it last started from the head ({@link System#nanoTime()}).
+	 * in microseconds since the epoch, as a claim's column 15, or 17 for any row a batch claim
+	 * chose, gives it, and id), and when the claims that led to it last started from the head
+	 * ({@link System#nanoTime()}).
 	 */
 	public record ClaimCursor(int priority, long visibleAtMicros, long id, long headClaimedAt) {
 

@@ -341,9 +341,10 @@ public final class QueueSql {
 		// consumer acked, retried or dead-lettered a moment ago (its completion committed, and so
 		// released the row's key, after this statement's snapshot was taken), so the lock succeeds
 		// on it. Such a completion wrote the row, so the row's xmax is no longer 0 when it is read
-		// again here, after every lock was taken. A row whose xmax is 0 was not written since it was sent or last retried:
-		// it is claimed as it is, with nothing written (fresh). Every other row (a suspect, or one
-		// written since: a completion that may not have committed, a transactional consumer's lock)
+		// again here, after every lock was taken. A row whose xmax is 0 was not written since it was
+		// sent or last retried: it is claimed as it is, with nothing written (fresh). Every other row
+		// (a suspect, or one written since: a completion that committed after the snapshot, a
+		// transactional consumer's lock)
 		// goes through an UPDATE (written), which does not trust the snapshot: PostgreSQL waits for
 		// the changing transaction and re-evaluates the WHERE clause on the row's newest version
 		// (EvalPlanQual), skipping it if it is gone, moved to another queue or no longer visible.

@@ -365,6 +365,81 @@ class TransactionalModeIntegrationTests {
 				Boolean.class, id)).as("seen from a later snapshot: aborted").isTrue();
 	}
 
+	/**
+	 * Another consumer's batch deleted the head and committed after the claim's snapshot was taken,
+	 * so the head's key is free again while the snapshot still shows its row: the claim must fill
+	 * its batch from the next message, not come back empty. A repeatable-read transaction holds the
+	 * snapshot still; there, locking the gone row fails the claim outright.
+	 */
+	@Test
+	void aClaimFillsItsBatchPastRowsDeletedAfterItsSnapshot() throws Exception {
+		long gone = this.template.send("raced", 1);
+		long next = this.template.send("raced", 2);
+		try (java.sql.Connection claimer = this.app.getConnection()) {
+			claimer.setAutoCommit(false);
+			claimer.setTransactionIsolation(java.sql.Connection.TRANSACTION_REPEATABLE_READ);
+			try (java.sql.Statement statement = claimer.createStatement()) {
+				statement.executeQuery("SELECT 1").close(); // the snapshot is taken here
+			}
+			this.jdbc.update("DELETE FROM pgqueue.message WHERE id = ?", gone);
+			assertThat(claimTransactionally(claimer, "raced", 1)).containsExactly(next);
+			claimer.rollback();
+		}
+	}
+
+	/**
+	 * A row whose last locker committed before the claim's snapshot (a poller that stopped before it
+	 * ran the message) keeps that locker in its xmax: it is claimed as any other, not taken for a row
+	 * written since the snapshot.
+	 */
+	@Test
+	void aRowLockedByATransactionThatCommittedIsClaimed() throws Exception {
+		long id = this.template.send("locked-before", 1);
+		try (java.sql.Connection locker = this.app.getConnection()) {
+			locker.setAutoCommit(false);
+			try (java.sql.Statement statement = locker.createStatement()) {
+				statement.executeQuery("SELECT id FROM pgqueue.message WHERE id = " + id + " FOR UPDATE").close();
+			}
+			locker.commit();
+		}
+		assertThat(this.jdbc.queryForObject("SELECT xmax <> '0'::xid FROM pgqueue.message WHERE id = ?",
+				Boolean.class, id)).as("the committed lock is still the row's xmax").isTrue();
+		try (java.sql.Connection claimer = this.app.getConnection()) {
+			claimer.setAutoCommit(false);
+			assertThat(claimTransactionally(claimer, "locked-before", 10)).containsExactly(id);
+			claimer.rollback();
+		}
+		try (io.github.pgqueue.internal.ConsumerSession session = this.template.openSession(this.consumerPool)) {
+			assertThat(session.claim("locked-before", 10).messages()).as("and by a session consumer")
+				.extracting(io.github.pgqueue.internal.ClaimedMessage::id).containsExactly(id);
+		}
+	}
+
+	/** The ids a transactional claim takes on this connection, in its open transaction. */
+	private List<Long> claimTransactionally(java.sql.Connection connection, String queue, int batchSize)
+			throws java.sql.SQLException {
+		List<Long> ids = new java.util.ArrayList<>();
+		try (java.sql.PreparedStatement ps = connection.prepareStatement(this.template.sql().transactionalClaim(batchSize))) {
+			int i = 0;
+			for (int n = 0; n < 4; n++) {
+				ps.setString(++i, queue);
+			}
+			ps.setInt(++i, this.template.lockNamespace());
+			ps.setString(++i, queue);
+			ps.setInt(++i, this.template.maxPayloadBytes());
+			ps.setString(++i, queue);
+			try (java.sql.ResultSet rs = ps.executeQuery()) {
+				while (rs.next()) {
+					if (rs.getObject(1) != null) {
+						assertThat(rs.getBoolean(2)).as("no suspect").isFalse();
+						ids.add(rs.getLong(1));
+					}
+				}
+			}
+		}
+		return ids;
+	}
+
 	@Test
 	void aBatchGoingOnFromTheLastFullOneStillTakesALowerPrioritySentMeanwhile() {
 		this.template.sendBatch("tx-cursor", IntStream.range(1, 31).boxed().toList(),

@@ -109,9 +109,15 @@ public final class QueueSql {
 	 * statement and compared by their low 32 bits, modulo 2^32, as PostgreSQL compares xids. An
 	 * xmax that is a MultiXact (several lockers at once) is read as an xid too; pgqueue's own
 	 * statements leave none on message rows (see TransactionalConsumption's savepoints).
+	 * <p>
+	 * Rows of FIFO groups are left out: a head skipped here still hides its group's next message
+	 * from this snapshot, so skipping it only sent the walk further; claims came back full where
+	 * they had come back short, their pollers kept a cursor, and claims from the cursor walked the
+	 * groups' later messages to find heads. A grouped drain with four consumers at batch 100 fell
+	 * from 47 k to 12.5 k msg/s with them in; without them it is back at 45 k.
 	 */
 	private static final String WRITTEN_SINCE_SNAPSHOT = """
-			(c.xmax <> '0'::xid
+			(c.xmax <> '0'::xid AND c.group_key IS NULL
 			  AND (c.xmax::text::bigint = ANY (ARRAY(SELECT x::text::bigint & 4294967295
 			                                           FROM pg_snapshot_xip(pg_current_snapshot()) x))
 			       OR ((c.xmax::text::bigint - (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint))
@@ -404,7 +410,7 @@ public final class QueueSql {
 				    SELECT c.id, c.suspect, c.seen, c.priority, c.visible_at, row_number() OVER () AS n
 				      FROM priorities p
 				     CROSS JOIN LATERAL (
-				            SELECT m.id, {held_by_the_dead} AS suspect, m.xmin AS seen, m.xmax, m.priority, m.visible_at
+				            SELECT m.id, {held_by_the_dead} AS suspect, m.xmin AS seen, m.xmax, m.group_key, m.priority, m.visible_at
 				              FROM %1$s.message m
 				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
 				               AND (? OR NOT {held_by_the_dead})
@@ -671,7 +677,7 @@ public final class QueueSql {
 				                 OR CASE WHEN c.xmax = '0'::xid THEN false ELSE %1$s.locker_aborted(c.xmax) END AS suspect
 				      FROM priorities p
 				     CROSS JOIN LATERAL (
-				            SELECT m.id, m.xmax, m.claim_open, m.claimed_at
+				            SELECT m.id, m.xmax, m.group_key, m.claim_open, m.claimed_at
 				              FROM %1$s.message m
 				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
 				{filter}{after}""" + GROUP_HEAD + """

@@ -94,13 +94,12 @@ public final class QueueSql {
 			""";
 
 	/**
-	 * Whether candidate c of a claim (with its xmax) was written or locked by a transaction that
+	 * Whether candidate c of a transactional claim (with its xmax) was written or locked by a transaction that
 	 * had not ended when the statement's snapshot was taken (no parameter): one running then (in
 	 * the snapshot's list) or begun since (at or past its xmax). With several consumers the head of
 	 * a queue is where the others are completing their batches; once such a completion commits,
 	 * its keys are free again while this statement's snapshot still shows its rows, and a claim
-	 * that took those keys found the rows gone when it locked (transactional) or re-checked
-	 * (session) them: its batch came back short, and with four transactional consumers a fifth of
+	 * that took those keys found the rows gone when it locked them: its batch came back short, and with four transactional consumers a fifth of
 	 * the claims came back empty, each at a full claim's cost. Skipping these rows before their key
 	 * is tried fills the batch from rows the claim can deliver, and tries no key of a row being
 	 * completed. A row skipped here is skipped by this statement only: the next snapshot sees the
@@ -108,7 +107,9 @@ public final class QueueSql {
 	 * or found a suspect then). xmax has no epoch: the snapshot's list and xmax are read once per
 	 * statement and compared by their low 32 bits, modulo 2^32, as PostgreSQL compares xids. An
 	 * xmax that is a MultiXact (several lockers at once) is read as an xid too; pgqueue's own
-	 * statements leave none on message rows (see TransactionalConsumption's savepoints).
+	 * statements leave none on message rows (see TransactionalConsumption's savepoints). The session
+	 * claim does not use it: there a row being written goes to the re-check, which waits for its
+	 * writer, and that wait is where a claim's statement timeout or cancel is met and tested.
 	 * <p>
 	 * Rows of FIFO groups are left out: a head skipped here still hides its group's next message
 	 * from this snapshot, so skipping it only sent the walk further; claims came back full where
@@ -362,9 +363,6 @@ public final class QueueSql {
 		// the walk, so only the rows returned are locked. (ORDER BY next to the lock would sort
 		// first and lock every row the sort visits.) A message of a FIFO group is a candidate only as
 		// its group's head, tested before the lock too: no older message of its group is in the queue.
-		// A row written since the statement's snapshot (a sibling's completion, running or committed
-		// since) is skipped before its key is tried (WRITTEN_SINCE_SNAPSHOT): its key would be free
-		// once that completion commits, and the re-check would find the row gone.
 		//
 		// chosen: a locked row held by a consumer that died (HELD_BY_THE_DEAD; every row a live
 		// consumer holds is locked, so not here) is a suspect. If there is one, it is claimed alone:
@@ -410,15 +408,14 @@ public final class QueueSql {
 				    SELECT c.id, c.suspect, c.seen, c.priority, c.visible_at, row_number() OVER () AS n
 				      FROM priorities p
 				     CROSS JOIN LATERAL (
-				            SELECT m.id, {held_by_the_dead} AS suspect, m.xmin AS seen, m.xmax, m.group_key, m.priority, m.visible_at
+				            SELECT m.id, {held_by_the_dead} AS suspect, m.xmin AS seen, m.priority, m.visible_at
 				              FROM %1$s.message m
 				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
 				               AND (? OR NOT {held_by_the_dead})
 				{filter}{after}""" + GROUP_HEAD + """
 				             ORDER BY m.visible_at, m.id
 				             LIMIT {window}) c
-				     WHERE CASE WHEN {written_since_snapshot} THEN false
-				                ELSE pg_try_advisory_lock(?, c.id::bit(32)::int4) END
+				     WHERE pg_try_advisory_lock(?, c.id::bit(32)::int4)
 				     LIMIT {batch}
 				),
 				chosen AS (
@@ -457,8 +454,7 @@ public final class QueueSql {
 				  LEFT JOIN claimed c ON c.id = l.id
 				""" + POLICY_JOINS + """
 				 ORDER BY c.priority, c.visible_at, l.id)
-				""" + NEXT_DUE.formatted(", NULL, NULL", "locked")).replace("{held_by_the_dead}", HELD_BY_THE_DEAD)
-			.replace("{written_since_snapshot}", WRITTEN_SINCE_SNAPSHOT).formatted(s);
+				""" + NEXT_DUE.formatted(", NULL, NULL", "locked")).replace("{held_by_the_dead}", HELD_BY_THE_DEAD).formatted(s);
 
 		// 1 ids, 2 the queue they were claimed from, 3 backend pid of the claiming session,
 		// 4 namespace, 5 session key (its holding row loses the ids deleted). The pid guard fences a lease whose session died: on any other session the

@@ -94,22 +94,23 @@ public final class QueueSql {
 			""";
 
 	/**
-	 * Whether candidate c of a transactional claim (with its xmax) was written or locked by a transaction that
-	 * had not ended when the statement's snapshot was taken (no parameter): one running then (in
-	 * the snapshot's list) or begun since (at or past its xmax). With several consumers the head of
-	 * a queue is where the others are completing their batches; once such a completion commits,
-	 * its keys are free again while this statement's snapshot still shows its rows, and a claim
-	 * that took those keys found the rows gone when it locked them: its batch came back short, and with four transactional consumers a fifth of
-	 * the claims came back empty, each at a full claim's cost. Skipping these rows before their key
-	 * is tried fills the batch from rows the claim can deliver, and tries no key of a row being
-	 * completed. A row skipped here is skipped by this statement only: the next snapshot sees the
-	 * writer's end (a row that is still there, such as one whose locker aborted since, is claimed
-	 * or found a suspect then). xmax has no epoch: the snapshot's list and xmax are read once per
-	 * statement and compared by their low 32 bits, modulo 2^32, as PostgreSQL compares xids. An
-	 * xmax that is a MultiXact (several lockers at once) is read as an xid too; pgqueue's own
-	 * statements leave none on message rows (see TransactionalConsumption's savepoints). The session
-	 * claim does not use it: there a row being written goes to the re-check, which waits for its
-	 * writer, and that wait is where a claim's statement timeout or cancel is met and tested.
+	 * Whether candidate c of a transactional claim (with its xmax) was written or locked by a
+	 * transaction that had not ended when the statement's snapshot was taken (no parameter): one
+	 * running then (in the snapshot's list) or begun since (at or past its xmax). With several
+	 * consumers the head of a queue is where the others are completing their batches; once such a
+	 * completion commits, its keys are free again while this statement's snapshot still shows its
+	 * rows, and a claim that took those keys found the rows gone when it locked them: its batch came
+	 * back short, and with four transactional consumers a fifth of the claims came back empty, each
+	 * at a full claim's cost. Skipping these rows before their key is tried fills the batch from rows
+	 * the claim can deliver, and tries no key of a row being completed. A row skipped here is skipped
+	 * by this statement only: the next snapshot sees the writer's end (a row that is still there,
+	 * such as one whose locker aborted since, is claimed or found a suspect then). xmax has no epoch:
+	 * the snapshot's list and xmax are read once per statement and compared by their low 32 bits,
+	 * modulo 2^32, as PostgreSQL compares xids. An xmax that is a MultiXact (several lockers at once)
+	 * is read as an xid too; pgqueue's own statements leave none on message rows (see
+	 * TransactionalConsumption's savepoints). The session claim does not use it: there a row being
+	 * written goes to the re-check, which waits for its writer, and that wait is where a claim's
+	 * statement timeout or cancel is met and tested.
 	 * <p>
 	 * Rows of FIFO groups are left out: a head skipped here still hides its group's next message
 	 * from this snapshot, so skipping it only sent the walk further; claims came back full where
@@ -646,8 +647,8 @@ public final class QueueSql {
 		// advisory lock on each candidate, one at a time, until the batch is full: the same key a
 		// session consumer, a cancel or a redrive takes, so messages held any way are skipped, and
 		// stats count these as in flight. A row written since the statement's snapshot is skipped
-		// before its key is tried (see WRITTEN_SINCE_SNAPSHOT). A candidate is a suspect when the last transaction that
-		// locked it aborted (its consumer died, its connection broke, its transaction timed out):
+		// before its key is tried (see WRITTEN_SINCE_SNAPSHOT). A candidate is a suspect when the
+		// last transaction that locked it aborted (its consumer died, its connection broke, its transaction timed out):
 		// that attempt was never written. Suspects are not claimed here; they are returned by id,
 		// for a claim that counts their attempt first and runs them alone. A message held by a
 		// session consumer that died is a suspect too.

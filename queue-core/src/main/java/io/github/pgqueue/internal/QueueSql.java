@@ -126,15 +126,48 @@ public final class QueueSql {
 			           & 4294967295) < 2147483648))""";
 
 	/**
+	 * Whether row m's claim is open (no parameter): a session claimed it as a suspect and has not
+	 * completed it, since the server last started. Once a claim holds m's key, its newest version
+	 * saying so means that session died: a live one closes the claim before its key is free.
+	 */
+	private static final String HELD_OPEN = "(m.claim_open AND m.claimed_at > pg_postmaster_start_time())";
+
+	/**
 	 * Whether claimable row m was held by a consumer that died (no parameter): a session that held
 	 * it again after such a death and died too left claim_open, or a session that died still lists
 	 * it in its row of the holding table (a live session lists only what it holds, so a row a
 	 * claim could lock and that is still listed there is a dead session's). Neither counts when
 	 * it dates from before the server last started: that restart ended every session at once.
 	 */
-	private static final String HELD_BY_THE_DEAD = """
-			((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
+	private static final String HELD_BY_THE_DEAD = "(" + HELD_OPEN + """
 			  OR m.id IN (SELECT unnest(h.ids) FROM %1$s.holding h WHERE h.opened_at > pg_postmaster_start_time()))""";
+
+	/**
+	 * The CTE listed (no parameter), formatted with the CTE of the rows a claim locked (an id
+	 * column): its one row holds which of them a session that died still lists in the holding
+	 * table, asked of V14__listed_by_the_dead.sql once every key is taken, on a snapshot of then;
+	 * no row when nothing was locked (an idle poll calls nothing). HELD_BY_THE_DEAD, tested in the
+	 * walk, reads the statement's snapshot, taken before it: a holder that claimed a row, handed it
+	 * out and died since then is not in it, and its attempt went uncounted.
+	 */
+	private static final String LISTED = """
+			listed AS MATERIALIZED (
+			    SELECT %%1$s.listed_by_the_dead(ARRAY(SELECT id FROM %1$s)) AS ids WHERE EXISTS (SELECT 1 FROM %1$s)
+			),
+			""";
+
+	/** Whether locked row l is one of {@link #LISTED}'s (no parameter). */
+	private static final String IS_LISTED = "COALESCE(l.id = ANY ((SELECT ids FROM listed)::bigint[]), false)";
+
+	/**
+	 * Whether a claim's UPDATE of row m, chosen as l (l.suspect and l.seen judged on the scan's
+	 * snapshot, l.listed after the locks), counts the attempt of a holder that died (no
+	 * parameter): a suspect whose row is still the version the scan saw (a live holder that
+	 * completed it since wrote it), a row a dead session lists, or a row whose newest version
+	 * still has its claim open (the session that claimed it as a suspect died after the scan's
+	 * snapshot; a live one closes it before its key is free).
+	 */
+	private static final String LOST_ATTEMPT = "((l.suspect AND m.xmin = l.seen) OR l.listed OR " + HELD_OPEN + ")";
 
 	/**
 	 * The statements (no parameter) that take claimed rows out of the holding row of the dead
@@ -365,9 +398,13 @@ public final class QueueSql {
 		// first and lock every row the sort visits.) A message of a FIFO group is a candidate only as
 		// its group's head, tested before the lock too: no older message of its group is in the queue.
 		//
-		// chosen: a locked row held by a consumer that died (HELD_BY_THE_DEAD; every row a live
-		// consumer holds is locked, so not here) is a suspect. If there is one, it is claimed alone:
-		// a message that kills its consumer then burns its own attempts, not its neighbours'.
+		// listed, judged and chosen: a locked row held by a consumer that died (every row a live
+		// consumer holds is locked, so not here) is a suspect: its claim is open on the scan's
+		// snapshot, or a dead session lists it on a snapshot taken after the locks (LISTED: the
+		// scan's can predate the holder's claim and death). If there is one, it is claimed alone:
+		// a message that kills its consumer then burns its own attempts, not its neighbours'. The
+		// walk leaves out what HELD_BY_THE_DEAD shows on its snapshot when this poller may not
+		// take such messages; one it could not see there is still taken alone and counted.
 		//
 		// fresh and written: the re-check. The scan's snapshot can still show a row that another
 		// consumer acked, retried or dead-lettered a moment ago (its completion committed, and so
@@ -380,11 +417,13 @@ public final class QueueSql {
 		// goes through an UPDATE (written), which does not trust the snapshot: PostgreSQL waits for
 		// the changing transaction and re-evaluates the WHERE clause on the row's newest version
 		// (EvalPlanQual), skipping it if it is gone, moved to another queue or no longer visible.
-		// A suspect's lost attempt is counted there, and claim_open says that this holder's is not:
-		// only if the row is the version the scan saw (its xmin). A suspect is judged on the scan's
-		// snapshot, which can still show the holding row of a live session that has just retried or
-		// released the row and unlocked it; that session wrote the row, so its xmin has changed, and
-		// the row is then claimed as any other.
+		// A dead holder's lost attempt is counted there (LOST_ATTEMPT), and claim_open says that
+		// this holder's is not: a suspect whose row is still the version the scan saw, a row a dead
+		// session lists, or one whose newest version has its claim open (read by the UPDATE, so a
+		// suspect claimer that died after the scan's snapshot is seen). An open claim on the scan's
+		// snapshot can be one a live session has just closed (retried or released the row and
+		// unlocked it); that session wrote the row, so its xmin has changed, and the row is then
+		// claimed as any other.
 		//
 		// Row-level security lets a role that may only send to a queue read its messages (see
 		// V10__queue_access.sql); the UPDATE policy is what keeps it from claiming them, so fresh,
@@ -409,7 +448,7 @@ public final class QueueSql {
 				    SELECT c.id, c.suspect, c.seen, c.priority, c.visible_at, row_number() OVER () AS n
 				      FROM priorities p
 				     CROSS JOIN LATERAL (
-				            SELECT m.id, {held_by_the_dead} AS suspect, m.xmin AS seen, m.priority, m.visible_at
+				            SELECT m.id, {held_open} AS suspect, m.xmin AS seen, m.priority, m.visible_at
 				              FROM %1$s.message m
 				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
 				               AND (? OR NOT {held_by_the_dead})
@@ -419,10 +458,15 @@ public final class QueueSql {
 				     WHERE pg_try_advisory_lock(?, c.id::bit(32)::int4)
 				     LIMIT {batch}
 				),
+				""" + LISTED.formatted("locked") + """
+				judged AS (
+				    SELECT l.id, l.seen, l.n, l.suspect OR {listed} AS suspect, {listed} AS listed
+				      FROM locked l
+				),
 				chosen AS (
-				    SELECT id, false AS suspect, seen FROM locked WHERE NOT EXISTS (SELECT 1 FROM locked WHERE suspect)
+				    SELECT id, false AS suspect, false AS listed, seen FROM judged WHERE NOT EXISTS (SELECT 1 FROM judged WHERE suspect)
 				    UNION ALL
-				    (SELECT id, true, seen FROM locked WHERE suspect ORDER BY n LIMIT 1)
+				    (SELECT id, true, listed, seen FROM judged WHERE suspect ORDER BY n LIMIT 1)
 				),
 				fresh AS (
 				    SELECT m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
@@ -434,8 +478,8 @@ public final class QueueSql {
 				),
 				written AS (
 				    UPDATE %1$s.message m
-				       SET attempts = m.attempts + CASE WHEN c.suspect AND m.xmin = c.seen THEN 1 ELSE 0 END,
-				           claim_open = c.suspect AND m.xmin = c.seen, claimed_at = now()
+				       SET attempts = m.attempts + CASE WHEN {lost_attempt} THEN 1 ELSE 0 END,
+				           claim_open = {lost_attempt}, claimed_at = now()
 				      FROM chosen c
 				     WHERE m.id = ANY (ARRAY(SELECT id FROM chosen WHERE id NOT IN (SELECT id FROM fresh)))
 				       AND m.id = c.id AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
@@ -455,7 +499,11 @@ public final class QueueSql {
 				  LEFT JOIN claimed c ON c.id = l.id
 				""" + POLICY_JOINS + """
 				 ORDER BY c.priority, c.visible_at, l.id)
-				""" + NEXT_DUE.formatted(", NULL, NULL", "locked")).replace("{held_by_the_dead}", HELD_BY_THE_DEAD).formatted(s);
+				""" + NEXT_DUE.formatted(", NULL, NULL", "locked")).replace("{held_by_the_dead}", HELD_BY_THE_DEAD)
+			.replace("{held_open}", HELD_OPEN)
+			.replace("{listed}", IS_LISTED)
+			.replace("{lost_attempt}", LOST_ATTEMPT.replace("l.", "c."))
+			.formatted(s);
 
 		// 1 ids, 2 the queue they were claimed from, 3 backend pid of the claiming session,
 		// 4 namespace, 5 session key (its holding row loses the ids deleted). The pid guard fences a lease whose session died: on any other session the
@@ -651,7 +699,8 @@ public final class QueueSql {
 		// last transaction that locked it aborted (its consumer died, its connection broke, its transaction timed out):
 		// that attempt was never written. Suspects are not claimed here; they are returned by id,
 		// for a claim that counts their attempt first and runs them alone. A message held by a
-		// session consumer that died is a suspect too.
+		// session consumer that died is a suspect too: judged in the walk on the statement's
+		// snapshot, and again once the keys are taken (listed; see LISTED).
 		//
 		// claimed: the row locks, only on the rows returned. A row changed since the scan's snapshot
 		// is re-read (EvalPlanQual) and skipped if it is gone, no longer visible or became a suspect.
@@ -684,11 +733,15 @@ public final class QueueSql {
 				                ELSE pg_try_advisory_xact_lock(?, c.id::bit(32)::int4) END
 				     LIMIT {batch}
 				),
+				""" + LISTED.formatted("candidates") + """
+				judged AS (
+				    SELECT l.id, l.suspect OR {listed} AS suspect FROM candidates l
+				),
 				claimed AS (
 				    SELECT m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
 				           m.max_attempts, m.created_at, m.last_error
 				      FROM %1$s.message m
-				     WHERE m.id = ANY (ARRAY(SELECT id FROM candidates WHERE NOT suspect))
+				     WHERE m.id = ANY (ARRAY(SELECT id FROM judged WHERE NOT suspect))
 				       AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
 				       AND NOT (m.claim_open AND m.claimed_at > pg_postmaster_start_time())
 				       FOR UPDATE OF m SKIP LOCKED
@@ -700,9 +753,10 @@ public final class QueueSql {
 				 ORDER BY c.priority, c.visible_at, c.id)
 				UNION ALL
 				SELECT id, true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-				  FROM candidates WHERE suspect
+				  FROM judged WHERE suspect
 				""" + NEXT_DUE.formatted("", "candidates"))
 			.replace("{held_by_the_dead_c}", HELD_BY_THE_DEAD.replace("m.", "c."))
+			.replace("{listed}", IS_LISTED)
 			.replace("{written_since_snapshot}", WRITTEN_SINCE_SNAPSHOT)
 			.formatted(s);
 
@@ -794,9 +848,10 @@ public final class QueueSql {
 	 * key, 6 namespace, 7 payload limit), if it is visible and {@code condition} holds for its row
 	 * m: the condition is tested in a materialized CTE, before the lock, because in one WHERE
 	 * clause PostgreSQL tests the cheap lock function before costlier conditions, and a row they
-	 * then reject would keep the lock its session took. A suspect ({@link #SUSPECT_OF_ANY_MODE})
-	 * has its lost attempt counted and claim_open set; any other row is listed in the session's
-	 * holding row. Output as the session claim's.
+	 * then reject would keep the lock its session took. A suspect ({@link #SUSPECT_OF_ANY_MODE} on
+	 * the scan's snapshot, {@link #LISTED} after the lock) has its lost attempt counted
+	 * ({@link #LOST_ATTEMPT}) and claim_open set; any other row is listed in the session's holding
+	 * row. Output as the session claim's.
 	 */
 	private static String claimOne(String s, String condition) {
 		return ("""
@@ -809,11 +864,12 @@ public final class QueueSql {
 				locked AS (
 				    SELECT id, suspect, seen FROM candidate WHERE pg_try_advisory_lock(?, id::bit(32)::int4)
 				),
+				""" + LISTED.formatted("locked") + """
 				claimed AS (
 				    UPDATE %1$s.message m
-				       SET attempts = m.attempts + CASE WHEN l.suspect AND m.xmin = l.seen THEN 1 ELSE 0 END,
-				           claim_open = l.suspect AND m.xmin = l.seen, claimed_at = now()
-				      FROM locked l
+				       SET attempts = m.attempts + CASE WHEN {lost_attempt} THEN 1 ELSE 0 END,
+				           claim_open = {lost_attempt}, claimed_at = now()
+				      FROM (SELECT l.id, l.suspect, l.seen, {listed} AS listed FROM locked l) l
 				     WHERE m.id = l.id AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
 				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
 				              m.max_attempts, m.created_at, m.last_error, m.claim_open AS suspect
@@ -824,7 +880,10 @@ public final class QueueSql {
 				""" + CLAIMED_COLUMNS.formatted("c.attempts + 1") + """
 				  FROM locked l
 				  LEFT JOIN claimed c ON c.id = l.id
-				""" + POLICY_JOINS).replace("{suspect}", SUSPECT_OF_ANY_MODE).formatted(s);
+				""" + POLICY_JOINS).replace("{suspect}", SUSPECT_OF_ANY_MODE)
+			.replace("{listed}", IS_LISTED)
+			.replace("{lost_attempt}", LOST_ATTEMPT)
+			.formatted(s);
 	}
 
 	public String namespace() {

@@ -65,6 +65,45 @@ final class Latencies {
 				early);
 	}
 
+	/**
+	 * Where the tail is: the 99th percentile of the messages committed from {@code warmUpNanos}
+	 * after {@code startNanos} on, and the seconds of the run (counted from its start) in which the
+	 * most messages committed that waited over {@code slowMillis}, worst first, as
+	 * {@code second:count} (at most {@code seconds} of them; none when nothing was slow).
+	 */
+	Tail tail(long startNanos, long warmUpNanos, long slowMillis, int seconds) {
+		long[] nanos = new long[this.committed.length()];
+		int count = 0;
+		java.util.Map<Long, Integer> slowBySecond = new java.util.TreeMap<>();
+		for (int i = 0; i < this.committed.length(); i++) {
+			long sent = this.committed.get(i);
+			long handled = this.started.get(i);
+			if (sent == 0 || handled == 0) {
+				continue;
+			}
+			long latency = Math.max(0, handled - sent);
+			if (sent - startNanos >= warmUpNanos) {
+				nanos[count++] = latency;
+			}
+			if (latency > slowMillis * 1_000_000L) {
+				slowBySecond.merge((sent - startNanos) / 1_000_000_000L, 1, Integer::sum);
+			}
+		}
+		long[] sorted = Arrays.copyOf(nanos, count);
+		Arrays.sort(sorted);
+		String worst = slowBySecond.entrySet().stream()
+			.sorted(java.util.Map.Entry.<Long, Integer>comparingByValue().reversed())
+			.limit(seconds)
+			.map((e) -> e.getKey() + ":" + e.getValue())
+			.collect(java.util.stream.Collectors.joining(";"));
+		int slow = slowBySecond.values().stream().mapToInt(Integer::intValue).sum();
+		return new Tail(percentile(sorted, 0.99), slow, worst.isEmpty() ? "-" : worst);
+	}
+
+	/** See {@link #tail}: p99 after the warm-up, how many messages were slow, and in which seconds most were. */
+	record Tail(Double p99AfterWarmUpMillis, int slow, String slowestSeconds) {
+	}
+
 	private static Double percentile(long[] sorted, double fraction) {
 		if (sorted.length == 0) {
 			return null;

@@ -15,6 +15,12 @@ final class SteadyScenario {
 
 	static final int CONSUMERS = 4;
 
+	/** The start of the run left out of the p99 after warm-up (consumers' connections, plans, JIT). */
+	static final long WARM_UP_NANOS = 5_000_000_000L;
+
+	/** A latency counted as slow in the breakdown of the tail by second. */
+	static final long SLOW_MILLIS = 100;
+
 	private final BenchContext context;
 
 	SteadyScenario(BenchContext context) {
@@ -30,12 +36,13 @@ final class SteadyScenario {
 			LongAdder handled = new LongAdder();
 			long sent;
 			long out;
+			long started;
 			double seconds;
 			try (Consumers consumers = system.startConsumers(CONSUMERS, batchSize, (n) -> {
 				latencies.started(n);
 				handled.increment();
 			})) {
-				long started = System.nanoTime();
+				started = System.nanoTime();
 				sent = Producers.run(PRODUCERS, this.context.options().steady(), this.context.options().steadyRate(),
 						new AtomicLong(), 1, (first, count) -> {
 					system.send(first);
@@ -49,13 +56,17 @@ final class SteadyScenario {
 				}
 			}
 			Latencies.Summary summary = latencies.summarize();
+			Latencies.Tail tail = latencies.tail(started, WARM_UP_NANOS, SLOW_MILLIS, 5);
 			this.context.results()
 				.add(new BenchRow("steady", system.name(), CONSUMERS, String.valueOf(batchSize), out, out / seconds,
 						summary.p50Millis(), summary.p99Millis(), java.util.Map.of())
 					.with("producers", PRODUCERS)
 					.with("target_in_msgs_per_s", this.context.options().steadyRate())
 					.with("in_msgs_per_s", sent / seconds)
-					.with("unhandled", Math.max(0, sent - summary.count())));
+					.with("unhandled", Math.max(0, sent - summary.count()))
+					.with("p99_after_5s_ms", tail.p99AfterWarmUpMillis())
+					.with("over_100ms", tail.slow())
+					.with("seconds_most_over_100ms", tail.slowestSeconds()));
 			system.clear();
 		}
 		this.context.results().ratios("steady");

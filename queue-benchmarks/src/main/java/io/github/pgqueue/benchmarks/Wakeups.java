@@ -5,6 +5,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import javax.sql.DataSource;
 
@@ -13,11 +14,17 @@ import org.postgresql.PGNotification;
 
 /**
  * The plain-SQL baselines' LISTEN connection: the notification pgqueue's insert trigger sends wakes
- * the baseline's idle workers, so that they wait on NOTIFY like pgqueue and not on a short sleep.
+ * one idle worker of its queue, so that they wait on NOTIFY like pgqueue and not on a short sleep.
  */
 final class Wakeups implements AutoCloseable {
 
 	private final Semaphore[] workers;
+
+	/** Whether each worker waits for work in {@link #await}: a notification wakes one of them. */
+	private final AtomicBoolean[] waiting;
+
+	/** Where the next notification looks for a waiting worker first. */
+	private int nextWoken;
 
 	/** The queue each worker consumes, by worker index. */
 	private final String[] queues;
@@ -34,8 +41,10 @@ final class Wakeups implements AutoCloseable {
 	Wakeups(DataSource dataSource, String[] queues) {
 		this.queues = queues.clone();
 		this.workers = new Semaphore[queues.length];
+		this.waiting = new AtomicBoolean[queues.length];
 		for (int i = 0; i < queues.length; i++) {
 			this.workers[i] = new Semaphore(0);
+			this.waiting[i] = new AtomicBoolean();
 		}
 		this.thread = new Thread(() -> listen(dataSource), "raw-listen");
 		this.thread.setDaemon(true);
@@ -48,6 +57,8 @@ final class Wakeups implements AutoCloseable {
 			try (Statement statement = connection.createStatement()) {
 				statement.execute("LISTEN pgqueue");
 			}
+			wakeAll(); // what was sent before the LISTEN notified nobody
+
 			PGConnection pg = connection.unwrap(PGConnection.class);
 			while (this.running) {
 				PGNotification[] notifications = pg.getNotifications(250);
@@ -55,7 +66,7 @@ final class Wakeups implements AutoCloseable {
 					continue;
 				}
 				for (PGNotification notification : notifications) {
-					wake(notification.getParameter());
+					wakeOne(notification.getParameter());
 				}
 			}
 		}
@@ -68,9 +79,33 @@ final class Wakeups implements AutoCloseable {
 
 	/** Waits until a notification arrives or {@code millis} pass. */
 	void await(int worker, long millis) throws InterruptedException {
-		if (this.workers[worker].tryAcquire(millis, TimeUnit.MILLISECONDS)) {
-			this.workers[worker].drainPermits();
+		this.waiting[worker].set(true);
+		try {
+			if (this.workers[worker].tryAcquire(millis, TimeUnit.MILLISECONDS)) {
+				this.workers[worker].drainPermits();
+			}
 		}
+		finally {
+			this.waiting[worker].set(false);
+		}
+	}
+
+	/**
+	 * A notification: wakes one waiting worker of {@code queue}, as pgqueue's listener containers
+	 * do, or every worker of it when none waits (one that is claiming may have missed the commit).
+	 */
+	private void wakeOne(String queue) {
+		for (int i = 0; i < this.workers.length; i++) {
+			int index = (this.nextWoken + i) % this.workers.length;
+			if (this.queues[index].equals(queue) && this.waiting[index].compareAndSet(true, false)) {
+				this.nextWoken = index + 1;
+				if (this.workers[index].availablePermits() == 0) {
+					this.workers[index].release();
+				}
+				return;
+			}
+		}
+		wake(queue);
 	}
 
 	private void wake(String queue) {

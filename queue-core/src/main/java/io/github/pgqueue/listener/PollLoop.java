@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import java.util.function.Supplier;
@@ -45,6 +46,9 @@ final class PollLoop implements Runnable {
 	private final Runnable wakeSiblings;
 
 	private final Semaphore wakeUp = new Semaphore(0);
+
+	/** Whether the poller waits for work in {@link #awaitWork}: a notification wakes one such poller. */
+	private final AtomicBoolean waiting = new AtomicBoolean();
 
 	private final RetryBackoff backoff = new RetryBackoff();
 
@@ -135,6 +139,18 @@ final class PollLoop implements Runnable {
 		}
 	}
 
+	/**
+	 * Wakes the poller if it is waiting for work, and takes it off the waiting ones; false if it
+	 * was not waiting (it is claiming or handling, or another wake-up has just taken it).
+	 */
+	boolean wakeUpIfWaiting() {
+		if (this.waiting.compareAndSet(true, false)) {
+			wakeUp();
+			return true;
+		}
+		return false;
+	}
+
 	/** Asks the poller to stop: it claims nothing more and starts no further handler. */
 	public void stop() {
 		this.running = false;
@@ -208,7 +224,7 @@ final class PollLoop implements Runnable {
 					if (!found) {
 						Duration idle = this.leader ? this.endpoint.pollInterval()
 								: this.endpoint.pollInterval().multipliedBy(FOLLOWER_IDLE_FACTOR);
-						await((this.nextDue != null && this.nextDue.compareTo(idle) < 0) ? this.nextDue : idle);
+						awaitWork((this.nextDue != null && this.nextDue.compareTo(idle) < 0) ? this.nextDue : idle);
 					}
 				}
 				catch (InterruptedException ex) {
@@ -292,6 +308,17 @@ final class PollLoop implements Runnable {
 		}
 		this.nextQueue++;
 		return found;
+	}
+
+	/** Waits, idle, for a notification, a sibling or the timeout; only then one notification may pick it. */
+	private void awaitWork(Duration timeout) throws InterruptedException {
+		this.waiting.set(true);
+		try {
+			await(timeout);
+		}
+		finally {
+			this.waiting.set(false);
+		}
 	}
 
 	private void await(Duration timeout) throws InterruptedException {

@@ -53,6 +53,9 @@ public final class QueueListenerContainer {
 
 	private final List<PollLoop> loops = new ArrayList<>();
 
+	/** Where {@link #wake} looks for a waiting poller first, so that wake-ups go round (guarded by loops). */
+	private int nextWoken;
+
 	private TaskExecutor taskExecutor;
 
 	private volatile boolean running;
@@ -276,10 +279,28 @@ public final class QueueListenerContainer {
 		}
 	}
 
-	/** Wakes the pollers if they consume {@code queue}. */
+	/**
+	 * A notification for {@code queue}: wakes one poller that waits for work, if they consume it.
+	 * One claim takes what the notification announced (a send's rows, or a retry's due time); a
+	 * poller whose claim comes back full wakes its siblings, and one that found anything claims
+	 * again before it waits. Waking them all made each send cost a claim per poller, all but one
+	 * empty. When none waits, every poller gets the wake-up: one that is claiming may have taken its
+	 * snapshot before the notified commit, and must not then wait.
+	 */
 	void wake(String queue) {
-		if (this.endpoint.queues().contains(queue)) {
-			wakeAll();
+		if (!this.endpoint.queues().contains(queue)) {
+			return;
+		}
+		synchronized (this.loops) {
+			int size = this.loops.size();
+			for (int i = 0; i < size; i++) {
+				int index = (this.nextWoken + i) % size;
+				if (this.loops.get(index).wakeUpIfWaiting()) {
+					this.nextWoken = index + 1;
+					return;
+				}
+			}
+			this.loops.forEach(PollLoop::wakeUp);
 		}
 	}
 

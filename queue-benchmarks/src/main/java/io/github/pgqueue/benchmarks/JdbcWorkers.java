@@ -94,15 +94,21 @@ final class JdbcWorkers implements Consumers {
 		try (Connection connection = dataSource.getConnection()) {
 			connection.setAutoCommit(true);
 			Poller poller = pollers.create(connection);
+			long lingerMillis = 0; // as pgqueue's pollers: 1 ms doubling to 256 ms after work, then none
 			while (this.running) {
 				int handled = poller.poll();
 				if (handled > 0 && poller.tookFullBatch()) {
 					this.wakeups.wakeSiblings(worker);
 				}
-				if (handled == 0) {
+				if (handled > 0) {
+					lingerMillis = 1;
+				}
+				else {
 					Duration due = poller.nextDue();
 					Duration idle = (due != null && due.compareTo(this.pollInterval) < 0) ? due : this.pollInterval;
-					this.wakeups.await(worker, idle.toMillis());
+					long wait = (lingerMillis > 0) ? Math.min(lingerMillis, idle.toMillis()) : idle.toMillis();
+					lingerMillis = (lingerMillis > 0 && lingerMillis < 256) ? lingerMillis * 2 : 0;
+					this.wakeups.await(worker, wait);
 				}
 			}
 		}

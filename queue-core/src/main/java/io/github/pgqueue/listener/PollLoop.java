@@ -24,7 +24,8 @@ import org.springframework.transaction.PlatformTransactionManager;
 /**
  * One poller thread of a listener container: polls its queues in turn through its
  * {@link Consumption} (session or transactional mode) and sleeps when they are empty, until a
- * notification, a sibling or the next delayed message wakes it. Survives everything: a failure is
+ * notification, a sibling or the next delayed message wakes it; right after work it only naps
+ * ({@link Linger}), since notifications can come late. Survives everything: a failure is
  * logged once per outage, backed off with jitter, and the consumption's connections reopened.
  */
 final class PollLoop implements Runnable {
@@ -51,6 +52,8 @@ final class PollLoop implements Runnable {
 	private final AtomicBoolean waiting = new AtomicBoolean();
 
 	private final RetryBackoff backoff = new RetryBackoff();
+
+	private final Linger linger = new Linger();
 
 	/**
 	 * One poller per process at a time may claim a message whose consumer died: if that message
@@ -221,10 +224,15 @@ final class PollLoop implements Runnable {
 						inOutage = false;
 					}
 					this.backoff.reset();
-					if (!found) {
+					if (found) {
+						this.linger.workFound();
+					}
+					else {
 						Duration idle = this.leader ? this.endpoint.pollInterval()
 								: this.endpoint.pollInterval().multipliedBy(FOLLOWER_IDLE_FACTOR);
-						awaitWork((this.nextDue != null && this.nextDue.compareTo(idle) < 0) ? this.nextDue : idle);
+						Duration wait = (this.nextDue != null && this.nextDue.compareTo(idle) < 0) ? this.nextDue : idle;
+						Duration lingering = this.linger.next();
+						awaitWork((lingering != null && lingering.compareTo(wait) < 0) ? lingering : wait);
 					}
 				}
 				catch (InterruptedException ex) {

@@ -59,6 +59,7 @@ final class JdbcWorkers implements Consumers {
 
 	private volatile boolean running = true;
 
+
 	JdbcWorkers(String name, DataSource dataSource, String queue, int concurrency, PollerFactory pollers) {
 		this(name, dataSource, queue, concurrency, PgQueueSystem.POLL_INTERVAL, pollers);
 	}
@@ -94,14 +95,27 @@ final class JdbcWorkers implements Consumers {
 		try (Connection connection = dataSource.getConnection()) {
 			connection.setAutoCommit(true);
 			Poller poller = pollers.create(connection);
-			long lingerMillis = 0; // as pgqueue's pollers: 1 ms doubling to 256 ms after work, then none
+			// As pgqueue's pollers: a worker that handled 200 messages or more in the last second
+			// naps 1 ms, doubling to 256 ms, after work, before it waits for notifications alone.
+			long lingerMillis = 0;
+			long secondStartedAt = System.nanoTime();
+			int handledThisSecond = 0;
+			boolean busy = false;
 			while (this.running) {
 				int handled = poller.poll();
 				if (handled > 0 && poller.tookFullBatch()) {
 					this.wakeups.wakeSiblings(worker);
 				}
 				if (handled > 0) {
-					lingerMillis = 1;
+					long now = System.nanoTime();
+					if (now - secondStartedAt >= 1_000_000_000L) {
+						busy = handledThisSecond >= 200 && now - secondStartedAt < 2_000_000_000L;
+						secondStartedAt = now;
+						handledThisSecond = 0;
+					}
+					handledThisSecond += handled;
+					busy |= handledThisSecond >= 200;
+					lingerMillis = busy ? 1 : 0;
 				}
 				else {
 					Duration due = poller.nextDue();

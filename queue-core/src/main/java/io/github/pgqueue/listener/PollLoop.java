@@ -217,15 +217,15 @@ final class PollLoop implements Runnable {
 						continue;
 					}
 					this.idlePaused = false;
-					boolean found = pollOnce();
+					int found = pollOnce();
 					this.connected = true;
 					if (inOutage) {
 						logger.info("Listener '{}' is polling again", this.endpoint.id());
 						inOutage = false;
 					}
 					this.backoff.reset();
-					if (found) {
-						this.linger.workFound();
+					if (found > 0) {
+						this.linger.workFound(found);
 					}
 					else {
 						Duration idle = this.leader ? this.endpoint.pollInterval()
@@ -280,11 +280,11 @@ final class PollLoop implements Runnable {
 	}
 
 	/**
-	 * Claims once from each queue in turn; whether any message was found. When none was, also
-	 * learns when the next delayed message of these queues is due ({@link #nextDue}).
+	 * Claims once from each queue in turn; how many messages were handled. When none was, also learns when
+	 * the next delayed message of these queues is due ({@link #nextDue}).
 	 */
-	private boolean pollOnce() {
-		boolean found = false;
+	private int pollOnce() {
+		int found = 0;
 		this.nextDue = null;
 		List<String> queues = this.endpoint.queues();
 		for (int i = 0; i < queues.size() && this.running && !this.paused.getAsBoolean(); i++) {
@@ -302,7 +302,7 @@ final class PollLoop implements Runnable {
 					this.nextDue = due;
 				}
 				if (polled.handled() > 0) {
-					found = true;
+					found += polled.handled();
 					if (polled.fullBatch()) {
 						this.wakeSiblings.run();
 					}

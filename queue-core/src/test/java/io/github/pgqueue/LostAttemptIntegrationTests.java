@@ -2,6 +2,7 @@ package io.github.pgqueue;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -70,36 +71,73 @@ class LostAttemptIntegrationTests {
 
 	@Test
 	void aBatchClaimCountsTheAttemptOfAHolderThatClaimedAndDiedAfterItsSnapshot() throws Exception {
-		assertLateClaimCountsTheLostAttempt((session, id) -> session.claim("late", 10));
+		assertLateSessionClaimCountsTheLostAttempt((session, id) -> session.claim("late", 10));
 	}
 
 	@Test
 	void aClaimByIdCountsTheAttemptOfAHolderThatClaimedAndDiedAfterItsSnapshot() throws Exception {
-		assertLateClaimCountsTheLostAttempt((session, id) -> session.claimById("late", id));
+		assertLateSessionClaimCountsTheLostAttempt((session, id) -> session.claimById("late", id));
 	}
 
-	private void assertLateClaimCountsTheLostAttempt(BiFunction<ConsumerSession, Long, Claim> lateClaim)
+	/**
+	 * A transactional claim does not take such a message in its batch: it returns it as a suspect,
+	 * for the claim that counts the lost attempt and runs it alone.
+	 */
+	@Test
+	void aTransactionalClaimTreatsAMessageOfAHolderThatClaimedAndDiedAfterItsSnapshotAsASuspect() throws Exception {
+		long id = this.template.send("late", "m");
+		try (java.sql.Connection late = latecomer().getConnection()) {
+			late.setAutoCommit(false);
+			int pid = pid(late);
+			List<Object[]> rows = afterAHolderClaimedAndDied(pid, () -> claimTransactionally(late, "late"));
+			assertThat(rows).as("(id, suspect) of the late transactional claim")
+				.containsExactly(new Object[] { id, true });
+			late.rollback();
+		}
+		try (ConsumerSession session = this.template.openSession()) {
+			assertThat(session.claim("late", 10).messages()).extracting(ClaimedMessage::id, ClaimedMessage::attempt)
+				.containsExactly(org.assertj.core.groups.Tuple.tuple(id, 2));
+			session.ack(List.of(id));
+		}
+		assertNothingLeft();
+	}
+
+	private void assertLateSessionClaimCountsTheLostAttempt(BiFunction<ConsumerSession, Long, Claim> lateClaim)
 			throws Exception {
 		long id = this.template.send("late", "m");
+		try (ConsumerSession late = QueueTemplate.builder(latecomer()).build().openSession()) {
+			Claim taken = afterAHolderClaimedAndDied(late.backendPid(), () -> lateClaim.apply(late, id));
+			assertThat(taken.messages()).as("the message of the holder that died, at its next attempt")
+				.extracting(ClaimedMessage::id, ClaimedMessage::attempt)
+				.containsExactly(org.assertj.core.groups.Tuple.tuple(id, 2));
+			assertThat(this.jdbc.queryForObject("SELECT attempts FROM pgqueue.message WHERE id = ?", Integer.class, id))
+				.as("the dead holder's attempt, stored").isEqualTo(1);
+			late.ack(List.of(id));
+		}
+		assertNothingLeft();
+	}
+
+	/**
+	 * Runs {@code lateClaim} (on the latecomer's backend {@code latePid}) so that it takes its
+	 * snapshot, then waits at the gate while a holder claims the queue's message and is terminated;
+	 * returns what the claim found once let through.
+	 */
+	private <T> T afterAHolderClaimedAndDied(int latePid, Callable<T> lateClaim) throws Exception {
 		ExecutorService pool = Executors.newSingleThreadExecutor();
-		DataSource asLatecomer = new DriverManagerDataSource(this.postgres.jdbcUrl(), ROLE, "");
-		try (java.sql.Connection gate = this.dataSource.getConnection();
-				ConsumerSession late = QueueTemplate.builder(asLatecomer).build().openSession()) {
+		try (java.sql.Connection gate = this.dataSource.getConnection()) {
 			gate.createStatement().execute("SELECT pg_advisory_lock(" + GATE + ")");
-			Future<Claim> claim;
+			Future<T> claim;
 			try {
-				Future<Claim> started = pool.submit(() -> lateClaim.apply(late, id));
-				claim = started;
+				claim = pool.submit(lateClaim);
 				Awaitility.await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
-					.until(() -> started.isDone() || count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
-							+ " AND objid = " + GATE + " AND NOT granted AND pid = " + late.backendPid()) == 1);
-				assertThat(started).as("the late claim waits at the gate, after its snapshot").isNotDone();
+					.until(() -> claim.isDone() || count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+							+ " AND objid = " + GATE + " AND NOT granted AND pid = " + latePid) == 1);
+				assertThat(claim).as("the late claim waits at the gate, after its snapshot").isNotDone();
 
 				// Between the late claim's snapshot and its walk: a holder claims, hands out and dies.
 				ConsumerSession dying = this.template.openSession();
 				List<ClaimedMessage> held = dying.claim("late", 10).messages();
-				assertThat(held).extracting(ClaimedMessage::id, ClaimedMessage::attempt)
-					.containsExactly(org.assertj.core.groups.Tuple.tuple(id, 1));
+				assertThat(held).extracting(ClaimedMessage::attempt).containsExactly(1);
 				this.jdbc.queryForObject("SELECT pg_terminate_backend(?)", Boolean.class, dying.backendPid());
 				Awaitility.await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
 					.until(() -> count("SELECT count(*) FROM pg_stat_activity WHERE pid = " + dying.backendPid()) == 0);
@@ -108,17 +146,49 @@ class LostAttemptIntegrationTests {
 			finally {
 				gate.createStatement().execute("SELECT pg_advisory_unlock(" + GATE + ")");
 			}
-			Claim taken = claim.get(10, TimeUnit.SECONDS);
-			assertThat(taken.messages()).as("the message of the holder that died, at its next attempt")
-				.extracting(ClaimedMessage::id, ClaimedMessage::attempt)
-				.containsExactly(org.assertj.core.groups.Tuple.tuple(id, 2));
-			assertThat(this.jdbc.queryForObject("SELECT attempts FROM pgqueue.message WHERE id = ?", Integer.class, id))
-				.as("the dead holder's attempt, stored").isEqualTo(1);
-			late.ack(List.of(id));
+			return claim.get(10, TimeUnit.SECONDS);
 		}
 		finally {
 			pool.shutdownNow();
 		}
+	}
+
+	/** The (id, suspect) rows a transactional claim of 10 returns on {@code connection}, in its transaction. */
+	private List<Object[]> claimTransactionally(java.sql.Connection connection, String queue)
+			throws java.sql.SQLException {
+		List<Object[]> rows = new java.util.ArrayList<>();
+		try (java.sql.PreparedStatement ps = connection.prepareStatement(this.template.sql().transactionalClaim(10))) {
+			int i = 0;
+			for (int n = 0; n < 4; n++) {
+				ps.setString(++i, queue);
+			}
+			ps.setInt(++i, this.template.lockNamespace());
+			ps.setString(++i, queue);
+			ps.setInt(++i, this.template.maxPayloadBytes());
+			ps.setString(++i, queue);
+			try (java.sql.ResultSet rs = ps.executeQuery()) {
+				while (rs.next()) {
+					if (rs.getObject(1) != null) {
+						rows.add(new Object[] { rs.getLong(1), rs.getBoolean(2) });
+					}
+				}
+			}
+		}
+		return rows;
+	}
+
+	private DataSource latecomer() {
+		return new DriverManagerDataSource(this.postgres.jdbcUrl(), ROLE, "");
+	}
+
+	private static int pid(java.sql.Connection connection) throws java.sql.SQLException {
+		try (java.sql.ResultSet rs = connection.createStatement().executeQuery("SELECT pg_backend_pid()")) {
+			rs.next();
+			return rs.getInt(1);
+		}
+	}
+
+	private void assertNothingLeft() {
 		assertThat(count("SELECT count(*) FROM pgqueue.message")).isZero();
 		assertThat(count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")).isZero();
 	}

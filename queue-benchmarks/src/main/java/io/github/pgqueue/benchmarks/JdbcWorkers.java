@@ -8,6 +8,8 @@ import java.util.List;
 
 import javax.sql.DataSource;
 
+import io.github.pgqueue.internal.Linger;
+
 /**
  * The bare JDBC loop of the plain-SQL baselines: N threads, each keeping one connection, polling
  * until the queue is empty and then waiting for a notification (at most the poll interval, 1 s
@@ -95,34 +97,20 @@ final class JdbcWorkers implements Consumers {
 		try (Connection connection = dataSource.getConnection()) {
 			connection.setAutoCommit(true);
 			Poller poller = pollers.create(connection);
-			// As pgqueue's pollers: a worker that handled 200 messages or more in the last second
-			// naps 1 ms, doubling to 256 ms, after work, before it waits for notifications alone.
-			long lingerMillis = 0;
-			long secondStartedAt = System.nanoTime();
-			int handledThisSecond = 0;
-			boolean busy = false;
+			Linger linger = new Linger(); // as pgqueue's pollers: a busy worker naps after work
 			while (this.running) {
 				int handled = poller.poll();
 				if (handled > 0 && poller.tookFullBatch()) {
 					this.wakeups.wakeSiblings(worker);
 				}
 				if (handled > 0) {
-					long now = System.nanoTime();
-					if (now - secondStartedAt >= 1_000_000_000L) {
-						busy = handledThisSecond >= 200 && now - secondStartedAt < 2_000_000_000L;
-						secondStartedAt = now;
-						handledThisSecond = 0;
-					}
-					handledThisSecond += handled;
-					busy |= handledThisSecond >= 200;
-					lingerMillis = busy ? 1 : 0;
+					linger.workFound(handled);
 				}
 				else {
 					Duration due = poller.nextDue();
-					Duration idle = (due != null && due.compareTo(this.pollInterval) < 0) ? due : this.pollInterval;
-					long wait = (lingerMillis > 0) ? Math.min(lingerMillis, idle.toMillis()) : idle.toMillis();
-					lingerMillis = (lingerMillis > 0 && lingerMillis < 256) ? lingerMillis * 2 : 0;
-					this.wakeups.await(worker, wait);
+					Duration wait = (due != null && due.compareTo(this.pollInterval) < 0) ? due : this.pollInterval;
+					Duration lingering = linger.next();
+					this.wakeups.await(worker, ((lingering != null && lingering.compareTo(wait) < 0) ? lingering : wait).toMillis());
 				}
 			}
 		}

@@ -460,13 +460,13 @@ public final class QueueSql {
 				),
 				""" + LISTED.formatted("locked") + """
 				judged AS (
-				    SELECT l.id, l.seen, l.n, l.suspect OR {listed} AS suspect, {listed} AS listed
-				      FROM locked l
+				    SELECT l.id, l.seen, l.n, l.suspect, {listed} AS listed FROM locked l
 				),
 				chosen AS (
-				    SELECT id, false AS suspect, false AS listed, seen FROM judged WHERE NOT EXISTS (SELECT 1 FROM judged WHERE suspect)
+				    SELECT id, false AS suspect, false AS listed, seen FROM judged
+				     WHERE NOT EXISTS (SELECT 1 FROM judged WHERE suspect OR listed)
 				    UNION ALL
-				    (SELECT id, true, listed, seen FROM judged WHERE suspect ORDER BY n LIMIT 1)
+				    (SELECT id, true, listed, seen FROM judged WHERE suspect OR listed ORDER BY n LIMIT 1)
 				),
 				fresh AS (
 				    SELECT m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
@@ -480,9 +480,9 @@ public final class QueueSql {
 				    UPDATE %1$s.message m
 				       SET attempts = m.attempts + CASE WHEN {lost_attempt} THEN 1 ELSE 0 END,
 				           claim_open = {lost_attempt}, claimed_at = now()
-				      FROM chosen c
+				      FROM chosen l
 				     WHERE m.id = ANY (ARRAY(SELECT id FROM chosen WHERE id NOT IN (SELECT id FROM fresh)))
-				       AND m.id = c.id AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
+				       AND m.id = l.id AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
 				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
 				              m.max_attempts, m.created_at, m.last_error, m.claim_open
 				),
@@ -502,7 +502,7 @@ public final class QueueSql {
 				""" + NEXT_DUE.formatted(", NULL, NULL", "locked")).replace("{held_by_the_dead}", HELD_BY_THE_DEAD)
 			.replace("{held_open}", HELD_OPEN)
 			.replace("{listed}", IS_LISTED)
-			.replace("{lost_attempt}", LOST_ATTEMPT.replace("l.", "c."))
+			.replace("{lost_attempt}", LOST_ATTEMPT)
 			.formatted(s);
 
 		// 1 ids, 2 the queue they were claimed from, 3 backend pid of the claiming session,

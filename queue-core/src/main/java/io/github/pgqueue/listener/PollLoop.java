@@ -13,6 +13,7 @@ import java.util.function.Supplier;
 import io.github.pgqueue.PayloadConverter;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.internal.ConsumerSession;
+import io.github.pgqueue.internal.Linger;
 import io.github.pgqueue.internal.ListenerMetrics;
 import io.github.pgqueue.observation.QueueProcessObservationConvention;
 import io.micrometer.observation.ObservationRegistry;

@@ -14,6 +14,7 @@ import javax.sql.DataSource;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.internal.Linger;
 import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.PostgresExtension;
 import org.junit.jupiter.api.AfterEach;

@@ -1,4 +1,4 @@
-package io.github.pgqueue.listener;
+package io.github.pgqueue.internal;
 
 import java.time.Duration;
 import java.util.ArrayList;

@@ -1,11 +1,12 @@
-package io.github.pgqueue.listener;
+package io.github.pgqueue.internal;
 
 import java.time.Duration;
 
 /**
  * The short waits of a busy poller after a claim that found work, before it relies on
  * notifications alone: 1 ms, doubling to 256 ms, then none until work is found again. Busy: it
- * handled at least {@value #BUSY_PER_SECOND} messages in the last whole second.
+ * handled at least {@value #BUSY_PER_SECOND} messages in the last whole second or so far in this
+ * one. Not thread-safe: one per poller.
  * <p>
  * The driver reads notifications in one go for as long as each arrives within a millisecond of the
  * last: under a steady 2 000 sends a second the LISTEN connection handed them over in bursts of up
@@ -16,43 +17,45 @@ import java.time.Duration;
  * listeners lingering after every message of queues receiving forty a second each took the cores
  * from the application that sent them.
  */
-final class Linger {
+public final class Linger {
 
-	static final long FIRST_MILLIS = 1;
+	/** The first wait after work. */
+	public static final long FIRST_MILLIS = 1;
 
-	static final long LAST_MILLIS = 256;
+	/** The last wait: lingering ends after it. */
+	public static final long LAST_MILLIS = 256;
 
 	/** Messages a second a poller handles at least to linger. */
-	static final int BUSY_PER_SECOND = 200;
+	public static final int BUSY_PER_SECOND = 200;
 
 	private static final long SECOND_NANOS = 1_000_000_000L;
 
 	/** The next wait in milliseconds; 0 when not lingering. */
 	private long nextMillis;
 
-	/** When the current second began, and what was handled in it. */
 	private long secondStartedAt = System.nanoTime();
 
 	private int handledThisSecond;
 
-	/** Whether the last whole second (or the current one, so far) was busy. */
-	private boolean busy;
+	/** What the last whole second handled; 0 if work paused for longer than a second since. */
+	private int handledLastSecond;
 
 	/** A claim found {@code messages}: linger after the next one that finds none, if busy. */
-	void workFound(int messages) {
+	public void workFound(int messages) {
 		long now = System.nanoTime();
-		if (now - this.secondStartedAt >= SECOND_NANOS) {
-			this.busy = this.handledThisSecond >= BUSY_PER_SECOND && now - this.secondStartedAt < 2 * SECOND_NANOS;
-			this.secondStartedAt = now;
+		long elapsed = now - this.secondStartedAt;
+		if (elapsed >= SECOND_NANOS) {
+			this.handledLastSecond = (elapsed < 2 * SECOND_NANOS) ? this.handledThisSecond : 0;
 			this.handledThisSecond = 0;
+			this.secondStartedAt = now;
 		}
 		this.handledThisSecond += messages;
-		this.busy |= this.handledThisSecond >= BUSY_PER_SECOND;
-		this.nextMillis = this.busy ? FIRST_MILLIS : 0;
+		boolean busy = this.handledLastSecond >= BUSY_PER_SECOND || this.handledThisSecond >= BUSY_PER_SECOND;
+		this.nextMillis = busy ? FIRST_MILLIS : 0;
 	}
 
 	/** How long to wait before claiming again while lingering; null when not (or no longer) lingering. */
-	Duration next() {
+	public Duration next() {
 		if (this.nextMillis == 0) {
 			return null;
 		}

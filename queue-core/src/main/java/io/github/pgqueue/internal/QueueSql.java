@@ -94,7 +94,7 @@ public final class QueueSql {
 			""";
 
 	/**
-	 * Whether candidate c of a transactional claim (with its xmax) was written or locked by a
+	 * Whether candidate w of a transactional claim (with its xmax) was written or locked by a
 	 * transaction that had not ended when the statement's snapshot was taken (no parameter): one
 	 * running then (in the snapshot's list) or begun since (at or past its xmax). With several
 	 * consumers the head of a queue is where the others are completing their batches; once such a
@@ -112,17 +112,15 @@ public final class QueueSql {
 	 * written goes to the re-check, which waits for its writer, and that wait is where a claim's
 	 * statement timeout or cancel is met and tested.
 	 * <p>
-	 * Rows of FIFO groups are left out: a head skipped here still hides its group's next message
-	 * from this snapshot, so skipping it only sent the walk further; claims came back full where
-	 * they had come back short, their pollers kept a cursor, and claims from the cursor walked the
-	 * groups' later messages to find heads. A grouped drain with four consumers at batch 100 fell
-	 * from 47 k to 12.5 k msg/s with them in; without them it is back at 45 k.
+	 * Rows of FIFO groups are skipped too, before their head test: a head being completed, or held
+	 * by another consumer's claim, costs no look for older messages of its group. (Skipping a head
+	 * does not make its group's next message a head: this snapshot still shows the head.)
 	 */
 	private static final String WRITTEN_SINCE_SNAPSHOT = """
-			(c.xmax <> '0'::xid AND c.group_key IS NULL
-			  AND (c.xmax::text::bigint = ANY (ARRAY(SELECT x::text::bigint & 4294967295
+			(w.xmax <> '0'::xid
+			  AND (w.xmax::text::bigint = ANY (ARRAY(SELECT x::text::bigint & 4294967295
 			                                           FROM pg_snapshot_xip(pg_current_snapshot()) x))
-			       OR ((c.xmax::text::bigint - (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint))
+			       OR ((w.xmax::text::bigint - (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint))
 			           & 4294967295) < 2147483648))""";
 
 	/**
@@ -691,16 +689,33 @@ public final class QueueSql {
 		// limit, 8 queue; the batch size and the window are written into the text (see claim(int)).
 		// Runs inside the transaction that runs the handlers.
 		//
-		// candidates: walks the claim index as the session claim does, and takes a transaction-scoped
+		// walked: walks the claim index as the session claim does, and takes a transaction-scoped
 		// advisory lock on each candidate, one at a time, until the batch is full: the same key a
 		// session consumer, a cancel or a redrive takes, so messages held any way are skipped, and
 		// stats count these as in flight. A row written since the statement's snapshot is skipped
-		// before its key is tried (see WRITTEN_SINCE_SNAPSHOT). A candidate is a suspect when the
-		// last transaction that locked it aborted (its consumer died, its connection broke, its transaction timed out):
-		// that attempt was never written. Suspects are not claimed here; they are returned by id,
-		// for a claim that counts their attempt first and runs them alone. A message held by a
-		// session consumer that died is a suspect too: judged in the walk on the statement's
-		// snapshot, and again once the keys are taken (listed; see LISTED).
+		// before its key is tried (see WRITTEN_SINCE_SNAPSHOT), and a row of a FIFO group that is not
+		// its group's head (an older message of the group is in the queue) is skipped before its key
+		// too, so no key is taken of a row the claim cannot deliver. The head test looks for the
+		// group's next older message backwards from the row: for a row behind its head that is the
+		// message just before it, one index entry away; only heads walk back over their group's
+		// acked, not yet vacuumed entries.
+		//
+		// The window is a number of rows walked, not of rows that pass the tests (as in the session
+		// claim): a head test on every row walked made a claim that could not fill its batch (groups
+		// in flight, heads acked since its snapshot) walk the whole backlog; a grouped drain with four
+		// consumers at batch 100 spent most of its time in such walks. A claim that walks its window
+		// to the end without filling its batch returns the window's last row (column 2 true, with its
+		// priority and place, as a cursor) and its poller goes on from there at once, so groups behind
+		// a window's worth of rows it cannot take (a group whose head is failing, say) are still
+		// reached, one window per claim; see TransactionalConsumption#claimAgain. That row itself is
+		// never a candidate.
+		//
+		// A candidate is a suspect when the last transaction that locked it aborted (its consumer
+		// died, its connection broke, its transaction timed out): that attempt was never written.
+		// Suspects are not claimed here; they are returned by id, for a claim that counts their
+		// attempt first and runs them alone. A message held by a session consumer that died is a
+		// suspect too: judged in the walk on the statement's snapshot, and again once the keys are
+		// taken (listed; see LISTED).
 		//
 		// claimed: the row locks, only on the rows returned. A row changed since the scan's snapshot
 		// is re-read (EvalPlanQual) and skipped if it is gone, no longer visible or became a suspect.
@@ -716,26 +731,33 @@ public final class QueueSql {
 		//
 		// Nothing is written: the attempt shown to the handler is attempts + 1, and it is stored only
 		// if the attempt fails (or by the suspect claim, if the consumer dies). Output as the session
-		// claim's, with column 2 true for a suspect (id only), and the next-due row when no candidate.
+		// claim's, with column 2 true for a suspect (id only) and for the window's last row (above),
+		// and the next-due row when no candidate.
 		this.transactionalClaim = ("""
-				{priorities}candidates AS MATERIALIZED (
-				    SELECT c.id, {held_by_the_dead_c}
-				                 OR CASE WHEN c.xmax = '0'::xid THEN false ELSE %1$s.locker_aborted(c.xmax) END AS suspect
+				{priorities}walked AS MATERIALIZED (
+				    SELECT w.id, w.priority, w.visible_at, w.n, w.n < {window} AS taken,
+				           w.n < {window} AND ({held_by_the_dead_w}
+				                 OR CASE WHEN w.xmax = '0'::xid THEN false ELSE %1$s.locker_aborted(w.xmax) END) AS suspect
 				      FROM priorities p
 				     CROSS JOIN LATERAL (
-				            SELECT m.id, m.xmax, m.group_key, m.claim_open, m.claimed_at
+				            SELECT m.id, m.queue, m.priority, m.visible_at, m.xmax, m.group_key, m.claim_open,
+				                   m.claimed_at, row_number() OVER (ORDER BY m.visible_at, m.id) AS n
 				              FROM %1$s.message m
 				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
-				{filter}{after}""" + GROUP_HEAD + """
-				             ORDER BY m.visible_at, m.id
-				             LIMIT {window}) c
-				     WHERE CASE WHEN {written_since_snapshot} THEN false
-				                ELSE pg_try_advisory_xact_lock(?, c.id::bit(32)::int4) END
+				{filter}{after}             ORDER BY m.visible_at, m.id
+				             LIMIT {window}) w
+				     WHERE CASE WHEN w.n = {window} THEN true
+				                WHEN {written_since_snapshot} THEN false
+				                WHEN w.group_key IS NOT NULL AND (
+				                     SELECT o.id FROM %1$s.message o
+				                      WHERE o.queue = w.queue AND o.group_key = w.group_key AND o.id < w.id
+				                      ORDER BY o.id DESC LIMIT 1) IS NOT NULL THEN false
+				                ELSE pg_try_advisory_xact_lock(?, w.id::bit(32)::int4) END
 				     LIMIT {batch}
 				),
-				""" + LISTED.formatted("candidates") + """
+				""" + LISTED.formatted("walked WHERE taken") + """
 				judged AS (
-				    SELECT l.id, l.suspect OR {listed} AS suspect FROM candidates l
+				    SELECT l.id, l.suspect OR {listed} AS suspect FROM walked l WHERE l.taken
 				),
 				claimed AS (
 				    SELECT m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
@@ -754,8 +776,13 @@ public final class QueueSql {
 				UNION ALL
 				SELECT id, true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 				  FROM judged WHERE suspect
-				""" + NEXT_DUE.formatted("", "candidates"))
-			.replace("{held_by_the_dead_c}", HELD_BY_THE_DEAD.replace("m.", "c."))
+				UNION ALL
+				SELECT e.id, true, NULL, NULL, e.priority, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+				       (extract(epoch FROM e.visible_at) * 1000000)::bigint
+				  FROM walked e
+				 WHERE NOT e.taken
+				""" + NEXT_DUE.formatted("", "walked WHERE taken"))
+			.replace("{held_by_the_dead_w}", HELD_BY_THE_DEAD.replace("m.", "w."))
 			.replace("{listed}", IS_LISTED)
 			.replace("{written_since_snapshot}", WRITTEN_SINCE_SNAPSHOT)
 			.formatted(s);

@@ -23,10 +23,12 @@ interface Consumption extends AutoCloseable {
 	/**
 	 * What one poll found.
 	 * @param handled messages handed to the listener
-	 * @param fullBatch whether the claim was full, so that siblings should poll too
+	 * @param claimAgain whether the poller is to claim from the queue again at once rather than wait:
+	 * its batch was full (so siblings should poll too), or, in transactional mode, the claim has
+	 * more of the queue to walk
 	 * @param nextVisibleIn when nothing was found, how long until the next delayed message is due
 	 */
-	record Polled(int handled, boolean fullBatch, Duration nextVisibleIn) {
+	record Polled(int handled, boolean claimAgain, Duration nextVisibleIn) {
 
 	}
 

@@ -80,6 +80,9 @@ final class PollLoop implements Runnable {
 	/** When the next delayed message of this poller's queues becomes visible, as the last poll saw it. */
 	private Duration nextDue;
 
+	/** Whether a claim of the last poll is to be made again at once, even one that handed out nothing. */
+	private boolean claimAgain;
+
 	private PollLoop(QueueListenerEndpoint endpoint, Function<BooleanSupplier, Consumption> consumption,
 			boolean leader, Runnable wakeSiblings, BooleanSupplier paused) {
 		this.endpoint = endpoint;
@@ -228,7 +231,7 @@ final class PollLoop implements Runnable {
 					if (found > 0) {
 						this.linger.workFound(found);
 					}
-					else {
+					else if (!this.claimAgain) {
 						Duration idle = this.leader ? this.endpoint.pollInterval()
 								: this.endpoint.pollInterval().multipliedBy(FOLLOWER_IDLE_FACTOR);
 						Duration wait = (this.nextDue != null && this.nextDue.compareTo(idle) < 0) ? this.nextDue : idle;
@@ -287,6 +290,7 @@ final class PollLoop implements Runnable {
 	private int pollOnce() {
 		int found = 0;
 		this.nextDue = null;
+		this.claimAgain = false;
 		List<String> queues = this.endpoint.queues();
 		for (int i = 0; i < queues.size() && this.running && !this.paused.getAsBoolean(); i++) {
 			String queue = queues.get((this.nextQueue + i) % queues.size());
@@ -302,9 +306,12 @@ final class PollLoop implements Runnable {
 				if (due != null && (this.nextDue == null || due.compareTo(this.nextDue) < 0)) {
 					this.nextDue = due;
 				}
+				if (polled.claimAgain()) {
+					this.claimAgain = true;
+				}
 				if (polled.handled() > 0) {
 					found += polled.handled();
-					if (polled.fullBatch()) {
+					if (polled.claimAgain()) {
 						this.wakeSiblings.run();
 					}
 				}

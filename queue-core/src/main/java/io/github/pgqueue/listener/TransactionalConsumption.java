@@ -11,8 +11,10 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
@@ -105,8 +107,14 @@ final class TransactionalConsumption implements Consumption {
 	/** The same, going on from a cursor. */
 	private final String cursorClaimThenSavepoint;
 
-	/** Per queue, where this poller's last full batch ended (see {@link ConsumerSession}). */
+	/**
+	 * Per queue, where this poller's next claim goes on from: where its last full batch ended (see
+	 * {@link ConsumerSession}), or the last row of a window that its last claim walked to the end.
+	 */
 	private final Map<String, ClaimCursor> cursors = new HashMap<>();
+
+	/** The queues whose claims found messages since the last claim from the head. */
+	private final Set<String> foundSinceHead = new HashSet<>();
 
 	TransactionalConsumption(Dispatcher dispatcher, QueueTemplate template, PlatformTransactionManager transactionManager,
 			Supplier<ConsumerSession> sessions, ListenerMetrics metrics, QueueListenerEndpoint endpoint,
@@ -148,9 +156,27 @@ final class TransactionalConsumption implements Consumption {
 				handled += runSuspect(queue, id, timer);
 			}
 		}
-		// A claim from a cursor that found nothing says nothing of the queue: claim from the head now.
-		boolean full = batch.claimed == this.batchSize || (batch.fromCursor && batch.claimed == 0);
-		return new Polled(handled, full, batch.nextVisibleIn);
+		return new Polled(handled, claimAgain(queue, batch), batch.nextVisibleIn);
+	}
+
+	/**
+	 * Whether the poller is to claim from {@code queue} again at once, whatever {@code batch}
+	 * handed out: it was full; or its walk ended at the end of its window without filling it, so
+	 * the next claim goes on after the window (rows of FIFO groups whose heads are held or failing
+	 * can fill a window, and the groups behind them must still be reached); or it went on from a
+	 * cursor, came back short and claims since the last one from the head found messages, so the
+	 * head may hold more (rows released behind the cursor). A claim from the head that comes back
+	 * short without filling its window ends the run: the poller waits.
+	 */
+	private boolean claimAgain(String queue, Batch batch) {
+		if (!batch.fromCursor) {
+			this.foundSinceHead.remove(queue);
+		}
+		if (batch.claimed > 0) {
+			this.foundSinceHead.add(queue);
+		}
+		return batch.claimed == this.batchSize || batch.windowEnd != null
+				|| (batch.fromCursor && this.foundSinceHead.contains(queue));
 	}
 
 	private Batch runBatch(String queue, TransactionStatus status, Timer timer) {
@@ -394,7 +420,12 @@ final class TransactionalConsumption implements Consumption {
 						batch.nextVisibleIn = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, ms));
 					}
 					else if (rs.getBoolean(2)) {
-						batch.suspects.add(rs.getLong(1));
+						if (rs.getObject(5) == null) {
+							batch.suspects.add(rs.getLong(1));
+						}
+						else {
+							batch.windowEnd = ClaimCursor.of(rs);
+						}
 					}
 					else {
 						batch.messages.add(ConsumerSession.read(queue, rs));
@@ -411,6 +442,11 @@ final class TransactionalConsumption implements Consumption {
 		batch.claimed = batch.messages.size();
 		if (batch.claimed == this.batchSize) {
 			this.cursors.put(queue, last.since((cursor != null) ? cursor.headClaimedAt() : System.nanoTime()));
+		}
+		else if (batch.windowEnd != null) {
+			// Not due for the head while windows end full of rows it cannot take: claims from the
+			// head would walk the same rows again and never reach the rest.
+			this.cursors.put(queue, batch.windowEnd.since(System.nanoTime()));
 		}
 		return batch;
 	}
@@ -590,6 +626,9 @@ final class TransactionalConsumption implements Consumption {
 
 		/** Whether the claim went on from a cursor rather than from the head. */
 		boolean fromCursor;
+
+		/** The last row of the claim's window when it walked all of it and came back short; else null. */
+		ClaimCursor windowEnd;
 
 		Duration nextVisibleIn;
 

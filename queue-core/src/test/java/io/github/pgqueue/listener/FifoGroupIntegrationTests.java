@@ -163,6 +163,57 @@ class FifoGroupIntegrationTests {
 			.isLessThan(handled.indexOf("bad-0"));
 	}
 
+	/**
+	 * More messages of a group whose head is failing than a claim walks at a time, all older than
+	 * the other groups' messages: the walks that find nothing to take among them must go on past
+	 * them rather than wait, and come back to the head once they reach the end.
+	 */
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void groupsBehindMoreMessagesOfAFailingGroupThanAClaimWalksStillFlow(ConsumptionMode mode) throws Exception {
+		String queue = "walled-" + mode.name().toLowerCase(java.util.Locale.ROOT);
+		this.template.declare(QueueDefinition.of(queue).withMaxAttempts(5)
+			.withBackoff(Duration.ofMinutes(10), 1.0, Duration.ofMinutes(10)));
+		int blocked = 3 * io.github.pgqueue.internal.QueueSql.CLAIM_WINDOW;
+		this.template.sendBatch(queue, java.util.stream.IntStream.range(0, blocked).mapToObj((n) -> "wall-" + n).toList(),
+				SendOptions.builder().group("wall").build());
+		for (int n = 0; n < 3; n++) {
+			for (int g = 0; g < 3; g++) {
+				this.template.send(queue, "g" + g + "-" + n, SendOptions.builder().group("g" + g).build());
+			}
+		}
+		List<String> handled = new CopyOnWriteArrayList<>();
+		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), 2, AckMode.AUTO, true,
+				String.class, (message, ack) -> {
+					String payload = (String) message.payload();
+					handled.add(payload);
+					if (payload.startsWith("wall")) {
+						throw new IllegalStateException("the wall's head fails");
+					}
+				}, new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(30), mode, Duration.ofSeconds(30)));
+		this.registry.start();
+
+		await().atMost(Duration.ofSeconds(20)).until(() -> handled.size() == 10);
+		assertThat(handled).as("the wall's head once, then retrying in ten minutes; every other group in order")
+			.containsOnlyOnce("wall-0")
+			.containsSubsequence("g0-0", "g0-1", "g0-2")
+			.containsSubsequence("g1-0", "g1-1", "g1-2")
+			.containsSubsequence("g2-0", "g2-1", "g2-2");
+		assertThat(count(queue)).isEqualTo(blocked);
+
+		// Nothing left to take: the pollers wait rather than walk the wall again and again.
+		long before = transactions();
+		Thread.sleep(2500);
+		assertThat(transactions() - before).as("transactions while nothing could be taken").isLessThan(100);
+	}
+
+	/** Transactions the database has ended, as its statistics show them (a backend reports at least once a second while busy). */
+	private long transactions() {
+		return this.jdbc.queryForObject("SELECT xact_commit + xact_rollback FROM pg_stat_database "
+				+ "WHERE datname = current_database()", Long.class);
+	}
+
 	@Test
 	void aClaimTakesOnlyTheHeadOfAGroupAndLocksNothingElse() {
 		this.template.sendBatch("long-group", java.util.stream.IntStream.range(0, 1000).boxed().toList(),

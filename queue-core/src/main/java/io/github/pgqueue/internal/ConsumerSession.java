@@ -686,7 +686,10 @@ public final class ConsumerSession implements AutoCloseable {
 	 */
 	public record ClaimCursor(int priority, long visibleAtMicros, long id, long headClaimedAt) {
 
-		/** The place of the claimed row at the current row of {@code rs}, a claim's result. */
+		/**
+		 * The place of the row at the current row of {@code rs}, a claim's result: a claimed row, or
+		 * the last row of a transactional claim's window.
+		 */
 		public static ClaimCursor of(ResultSet rs) throws SQLException {
 			return new ClaimCursor(rs.getInt(5), rs.getLong(15), rs.getLong(1), 0);
 		}

@@ -705,10 +705,12 @@ public final class QueueSql {
 		// in flight, heads acked since its snapshot) walk the whole backlog; a grouped drain with four
 		// consumers at batch 100 spent most of its time in such walks. A claim that walks its window
 		// to the end without filling its batch returns the window's last row (column 2 true, with its
-		// priority and place, as a cursor) and its poller goes on from there at once, so groups behind
-		// a window's worth of rows it cannot take (a group whose head is failing, say) are still
-		// reached, one window per claim; see TransactionalConsumption#claimAgain. That row itself is
-		// never a candidate.
+		// priority and place, as a cursor; the first priority's, when several windows ended: a cursor
+		// goes on within one priority, and the more urgent one first) and its poller goes on from
+		// there at once, so groups behind a window's worth of rows it cannot take (a group whose head
+		// is failing, say) are still reached, one window per claim; see
+		// TransactionalConsumption#claimAgain. That row itself is never a candidate. (Rows of a later
+		// priority beyond its window wait while an earlier priority's window ends full of such rows.)
 		//
 		// A candidate is a suspect when the last transaction that locked it aborted (its consumer
 		// died, its connection broke, its transaction timed out): that attempt was never written.
@@ -777,10 +779,11 @@ public final class QueueSql {
 				SELECT id, true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 				  FROM judged WHERE suspect
 				UNION ALL
-				SELECT e.id, true, NULL, NULL, e.priority, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-				       (extract(epoch FROM e.visible_at) * 1000000)::bigint
-				  FROM walked e
-				 WHERE NOT e.taken
+				(SELECT e.id, true, NULL, NULL, e.priority, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+				        (extract(epoch FROM e.visible_at) * 1000000)::bigint
+				   FROM walked e
+				  WHERE NOT e.taken
+				  ORDER BY e.priority LIMIT 1)
 				""" + NEXT_DUE.formatted("", "walked WHERE taken"))
 			.replace("{held_by_the_dead_w}", HELD_BY_THE_DEAD.replace("m.", "w."))
 			.replace("{listed}", IS_LISTED)

@@ -208,6 +208,41 @@ class FifoGroupIntegrationTests {
 		assertThat(transactions() - before).as("transactions while nothing could be taken").isLessThan(100);
 	}
 
+	/**
+	 * As above with a second wall in a later priority, so that a claim's windows end in both: the
+	 * claims must go on through the first priority's wall, not stop at the second's.
+	 */
+	@Test
+	void groupsBehindAWallGetThroughWhenALaterPriorityIsWalledToo() {
+		String queue = "walled-twice";
+		this.template.declare(QueueDefinition.of(queue).withMaxAttempts(5)
+			.withBackoff(Duration.ofMinutes(10), 1.0, Duration.ofMinutes(10)));
+		int blocked = 2 * io.github.pgqueue.internal.QueueSql.CLAIM_WINDOW;
+		for (int priority = 0; priority < 2; priority++) {
+			this.template.sendBatch(queue,
+					java.util.stream.IntStream.range(0, blocked).mapToObj((n) -> "wall-" + n).toList(),
+					SendOptions.builder().group("wall-" + priority).priority(priority).build());
+		}
+		for (int g = 0; g < 3; g++) {
+			this.template.send(queue, "g" + g, SendOptions.builder().group("g" + g).build());
+		}
+		List<String> handled = new CopyOnWriteArrayList<>();
+		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), 1, AckMode.AUTO, true,
+				String.class, (message, ack) -> {
+					String payload = (String) message.payload();
+					handled.add(payload);
+					if (payload.startsWith("wall")) {
+						throw new IllegalStateException("the walls' heads fail");
+					}
+				}, new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(30), ConsumptionMode.TRANSACTIONAL,
+				Duration.ofSeconds(30)));
+		this.registry.start();
+
+		await().atMost(Duration.ofSeconds(20)).until(() -> handled.containsAll(List.of("g0", "g1", "g2")));
+		assertThat(handled).filteredOn((p) -> p.startsWith("wall")).containsExactly("wall-0", "wall-0");
+	}
+
 	/** Transactions the database has ended, as its statistics show them (a backend reports at least once a second while busy). */
 	private long transactions() {
 		return this.jdbc.queryForObject("SELECT xact_commit + xact_rollback FROM pg_stat_database "

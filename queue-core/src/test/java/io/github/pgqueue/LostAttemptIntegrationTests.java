@@ -16,6 +16,7 @@ import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ConsumerSession.Claim;
 import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.PostgresExtension;
+import io.github.pgqueue.testing.TransactionalClaims;
 import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -89,7 +90,7 @@ class LostAttemptIntegrationTests {
 		try (java.sql.Connection late = latecomer().getConnection()) {
 			late.setAutoCommit(false);
 			int pid = pid(late);
-			List<Object[]> rows = afterAHolderClaimedAndDied(pid, () -> claimTransactionally(late, "late"));
+			List<Object[]> rows = afterAHolderClaimedAndDied(pid, () -> TransactionalClaims.claim(this.template, late, "late", 10));
 			assertThat(rows).as("(id, suspect) of the late transactional claim")
 				.containsExactly(new Object[] { id, true });
 			late.rollback();
@@ -151,30 +152,6 @@ class LostAttemptIntegrationTests {
 		finally {
 			pool.shutdownNow();
 		}
-	}
-
-	/** The (id, suspect) rows a transactional claim of 10 returns on {@code connection}, in its transaction. */
-	private List<Object[]> claimTransactionally(java.sql.Connection connection, String queue)
-			throws java.sql.SQLException {
-		List<Object[]> rows = new java.util.ArrayList<>();
-		try (java.sql.PreparedStatement ps = connection.prepareStatement(this.template.sql().transactionalClaim(10))) {
-			int i = 0;
-			for (int n = 0; n < 4; n++) {
-				ps.setString(++i, queue);
-			}
-			ps.setInt(++i, this.template.lockNamespace());
-			ps.setString(++i, queue);
-			ps.setInt(++i, this.template.maxPayloadBytes());
-			ps.setString(++i, queue);
-			try (java.sql.ResultSet rs = ps.executeQuery()) {
-				while (rs.next()) {
-					if (rs.getObject(1) != null) {
-						rows.add(new Object[] { rs.getLong(1), rs.getBoolean(2) });
-					}
-				}
-			}
-		}
-		return rows;
 	}
 
 	private DataSource latecomer() {

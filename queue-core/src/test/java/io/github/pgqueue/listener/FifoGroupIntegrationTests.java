@@ -172,27 +172,14 @@ class FifoGroupIntegrationTests {
 	@EnumSource(ConsumptionMode.class)
 	void groupsBehindMoreMessagesOfAFailingGroupThanAClaimWalksStillFlow(ConsumptionMode mode) throws Exception {
 		String queue = "walled-" + mode.name().toLowerCase(java.util.Locale.ROOT);
-		this.template.declare(QueueDefinition.of(queue).withMaxAttempts(5)
-			.withBackoff(Duration.ofMinutes(10), 1.0, Duration.ofMinutes(10)));
 		int blocked = 3 * io.github.pgqueue.internal.QueueSql.CLAIM_WINDOW;
-		this.template.sendBatch(queue, java.util.stream.IntStream.range(0, blocked).mapToObj((n) -> "wall-" + n).toList(),
-				SendOptions.builder().group("wall").build());
+		sendWall(queue, "wall", 0, blocked);
 		for (int n = 0; n < 3; n++) {
 			for (int g = 0; g < 3; g++) {
 				this.template.send(queue, "g" + g + "-" + n, SendOptions.builder().group("g" + g).build());
 			}
 		}
-		List<String> handled = new CopyOnWriteArrayList<>();
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), 2, AckMode.AUTO, true,
-				String.class, (message, ack) -> {
-					String payload = (String) message.payload();
-					handled.add(payload);
-					if (payload.startsWith("wall")) {
-						throw new IllegalStateException("the wall's head fails");
-					}
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(30), mode, Duration.ofSeconds(30)));
-		this.registry.start();
+		List<String> handled = listenFailingOnWalls(queue, 2, mode);
 
 		await().atMost(Duration.ofSeconds(20)).until(() -> handled.size() == 10);
 		assertThat(handled).as("the wall's head once, then retrying in ten minutes; every other group in order")
@@ -215,32 +202,44 @@ class FifoGroupIntegrationTests {
 	@Test
 	void groupsBehindAWallGetThroughWhenALaterPriorityIsWalledToo() {
 		String queue = "walled-twice";
-		this.template.declare(QueueDefinition.of(queue).withMaxAttempts(5)
-			.withBackoff(Duration.ofMinutes(10), 1.0, Duration.ofMinutes(10)));
 		int blocked = 2 * io.github.pgqueue.internal.QueueSql.CLAIM_WINDOW;
 		for (int priority = 0; priority < 2; priority++) {
-			this.template.sendBatch(queue,
-					java.util.stream.IntStream.range(0, blocked).mapToObj((n) -> "wall-" + n).toList(),
-					SendOptions.builder().group("wall-" + priority).priority(priority).build());
+			sendWall(queue, "wall-" + priority, priority, blocked);
 		}
 		for (int g = 0; g < 3; g++) {
 			this.template.send(queue, "g" + g, SendOptions.builder().group("g" + g).build());
 		}
-		List<String> handled = new CopyOnWriteArrayList<>();
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), 1, AckMode.AUTO, true,
-				String.class, (message, ack) -> {
-					String payload = (String) message.payload();
-					handled.add(payload);
-					if (payload.startsWith("wall")) {
-						throw new IllegalStateException("the walls' heads fail");
-					}
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(30), ConsumptionMode.TRANSACTIONAL,
-				Duration.ofSeconds(30)));
-		this.registry.start();
+		List<String> handled = listenFailingOnWalls(queue, 1, ConsumptionMode.TRANSACTIONAL);
 
 		await().atMost(Duration.ofSeconds(20)).until(() -> handled.containsAll(List.of("g0", "g1", "g2")));
 		assertThat(handled).filteredOn((p) -> p.startsWith("wall")).containsExactly("wall-0", "wall-0");
+	}
+
+	/**
+	 * Declares {@code queue} with a ten-minute back-off, so that a failed head stays out of sight for
+	 * the test, and sends it {@code size} messages ("wall-0", "wall-1", ...) in one group.
+	 */
+	private void sendWall(String queue, String group, int priority, int size) {
+		this.template.declare(QueueDefinition.of(queue).withMaxAttempts(5)
+			.withBackoff(Duration.ofMinutes(10), 1.0, Duration.ofMinutes(10)));
+		this.template.sendBatch(queue, java.util.stream.IntStream.range(0, size).mapToObj((n) -> "wall-" + n).toList(),
+				SendOptions.builder().group(group).priority(priority).build());
+	}
+
+	/** Starts a listener of {@code queue} that records every payload and fails the walls' messages. */
+	private List<String> listenFailingOnWalls(String queue, int concurrency, ConsumptionMode mode) {
+		List<String> handled = new CopyOnWriteArrayList<>();
+		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), concurrency,
+				AckMode.AUTO, true, String.class, (message, ack) -> {
+					String payload = (String) message.payload();
+					handled.add(payload);
+					if (payload.startsWith("wall")) {
+						throw new IllegalStateException("a wall's head fails");
+					}
+				}, new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(30), mode, Duration.ofSeconds(30)));
+		this.registry.start();
+		return handled;
 	}
 
 	/** Transactions the database has ended, as its statistics show them (a backend reports at least once a second while busy). */

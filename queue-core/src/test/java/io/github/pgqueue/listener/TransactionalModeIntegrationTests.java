@@ -18,6 +18,7 @@ import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.PostgresExtension;
+import io.github.pgqueue.testing.TransactionalClaims;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -419,23 +420,9 @@ class TransactionalModeIntegrationTests {
 	private List<Long> claimTransactionally(java.sql.Connection connection, String queue, int batchSize)
 			throws java.sql.SQLException {
 		List<Long> ids = new java.util.ArrayList<>();
-		try (java.sql.PreparedStatement ps = connection.prepareStatement(this.template.sql().transactionalClaim(batchSize))) {
-			int i = 0;
-			for (int n = 0; n < 4; n++) {
-				ps.setString(++i, queue);
-			}
-			ps.setInt(++i, this.template.lockNamespace());
-			ps.setString(++i, queue);
-			ps.setInt(++i, this.template.maxPayloadBytes());
-			ps.setString(++i, queue);
-			try (java.sql.ResultSet rs = ps.executeQuery()) {
-				while (rs.next()) {
-					if (rs.getObject(1) != null) {
-						assertThat(rs.getBoolean(2)).as("no suspect").isFalse();
-						ids.add(rs.getLong(1));
-					}
-				}
-			}
+		for (Object[] row : TransactionalClaims.claim(this.template, connection, queue, batchSize)) {
+			assertThat((Boolean) row[1]).as("no suspect").isFalse();
+			ids.add((Long) row[0]);
 		}
 		return ids;
 	}

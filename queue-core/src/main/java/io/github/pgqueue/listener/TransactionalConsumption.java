@@ -410,8 +410,9 @@ final class TransactionalConsumption implements Consumption {
 			ps.setString(++i, queue);
 			ps.setInt(++i, this.maxPayloadBytes);
 			ps.setString(++i, queue);
-			if (!ps.execute()) {
-				ps.getMoreResults(); // past the SET before the claim
+			boolean rows = ps.execute();
+			while (!rows && ps.getUpdateCount() != -1) {
+				rows = ps.getMoreResults(); // past the settings before the claim
 			}
 			try (ResultSet rs = ps.getResultSet()) {
 				while (rs.next()) {

@@ -1,9 +1,14 @@
 package io.github.pgqueue.listener;
 
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -71,6 +76,38 @@ class QueueListenerContainerIntegrationTests {
 		assertThat(this.meters.get("pgqueue.messages.processed").tag("outcome", "success").counter().count())
 			.isEqualTo(500);
 		await().atMost(Duration.ofSeconds(5)).until(() -> advisoryLocks() == 0);
+	}
+
+	/** A session sets its own planner settings (see QueueSql.INDEX_PLANS) and gives them back when it ends. */
+	@Test
+	void connectionsGoBackToThePoolWithTheirOwnPlannerSettings() throws Exception {
+		AtomicInteger handled = new AtomicInteger();
+		this.registry.registerListenerEndpoint(endpoint("planned", "planned", 4, AckMode.AUTO,
+				(message, ack) -> handled.incrementAndGet()));
+		this.registry.start();
+		this.template.sendBatch("planned", IntStream.range(0, 200).boxed().toList());
+		await().atMost(Duration.ofSeconds(20)).until(() -> handled.get() == 200);
+		this.registry.stop();
+		List<Connection> borrowed = new ArrayList<>();
+		try {
+			Set<String> settings = new HashSet<>();
+			for (int i = 0; i < this.consumerPool.getMaximumPoolSize(); i++) {
+				Connection connection = this.consumerPool.getConnection();
+				borrowed.add(connection);
+				try (Statement statement = connection.createStatement();
+						ResultSet rs = statement.executeQuery(
+								"SELECT current_setting('enable_seqscan') || ' ' || current_setting('plan_cache_mode')")) {
+					rs.next();
+					settings.add(rs.getString(1));
+				}
+			}
+			assertThat(settings).containsExactly("on auto");
+		}
+		finally {
+			for (Connection connection : borrowed) {
+				connection.close();
+			}
+		}
 	}
 
 	@Test
@@ -246,12 +283,12 @@ class QueueListenerContainerIntegrationTests {
 				QueueListenerContainerIntegrationTests.class.getClassLoader(), new Class<?>[] { javax.sql.DataSource.class },
 				(proxy, method, args) -> {
 					Object result = method.invoke(target, args);
-					if (!(result instanceof java.sql.Connection connection)) {
+					if (!(result instanceof Connection connection)) {
 						return result;
 					}
 					return java.lang.reflect.Proxy.newProxyInstance(
 							QueueListenerContainerIntegrationTests.class.getClassLoader(),
-							new Class<?>[] { java.sql.Connection.class }, (p, m, a) -> {
+							new Class<?>[] { Connection.class }, (p, m, a) -> {
 								if (m.getName().equals("prepareStatement") && ((String) a[0]).contains("pg_try_advisory_lock")) {
 									claims.incrementAndGet();
 								}

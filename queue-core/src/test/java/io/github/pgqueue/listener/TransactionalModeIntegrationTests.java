@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -443,6 +444,37 @@ class TransactionalModeIntegrationTests {
 		await().atMost(Duration.ofSeconds(20)).until(() -> order.size() == 31);
 		assertThat(order.subList(0, 6)).as("the first batch, then the lower priority").containsExactly(1, 2, 3, 4, 5, 0);
 		assertThat(order.subList(6, 31)).isSorted();
+	}
+
+	/**
+	 * The claim runs on one generic plan per connection (PostgreSQL would plan it again on every
+	 * call, most of a small batch's time), and the handlers' own statements, in the same
+	 * transaction, keep the connection's planner settings.
+	 */
+	@Test
+	void theClaimIsPlannedOnceAndHandlersKeepThePlannerSettingsOfTheirConnection() {
+		this.template.declare(QueueDefinition.of("planned"));
+		int total = 300;
+		this.template.sendBatch("planned", IntStream.range(0, total).boxed().toList());
+		Set<String> settings = ConcurrentHashMap.newKeySet();
+		Map<Integer, Map<String, Object>> claimPlans = new ConcurrentHashMap<>();
+		AtomicInteger handled = new AtomicInteger();
+		start(endpoint("planned", "planned", 1, AckMode.AUTO, (message, ack) -> {
+			settings.add(this.appJdbc.queryForObject(
+					"SELECT current_setting('enable_seqscan') || ' ' || current_setting('plan_cache_mode')", String.class));
+			claimPlans.put(this.appJdbc.queryForObject("SELECT pg_backend_pid()", Integer.class),
+					this.appJdbc.queryForMap("SELECT coalesce(sum(generic_plans), 0) AS generic, "
+							+ "coalesce(sum(custom_plans), 0) AS custom FROM pg_prepared_statements "
+							+ "WHERE statement LIKE '%walked AS MATERIALIZED%'"));
+			handled.incrementAndGet();
+		}, 10));
+
+		await().atMost(Duration.ofSeconds(30)).until(() -> handled.get() == total);
+		assertThat(settings).as("the planner settings the handlers saw").containsExactly("on auto");
+		assertThat(claimPlans.values()).allSatisfy((plans) -> assertThat(((Number) plans.get("custom")).longValue())
+			.as("claims planned for their parameters").isZero());
+		assertThat(claimPlans.values().stream().mapToLong((plans) -> ((Number) plans.get("generic")).longValue()).sum())
+			.as("claims run on a generic plan").isPositive();
 	}
 
 	private QueueListenerEndpoint endpoint(String id, String queue, int concurrency, AckMode ackMode,

@@ -20,7 +20,8 @@ final class Drain {
 
 	/**
 	 * Starts consumers and waits until they have handled {@code target} messages or {@code cap}
-	 * has passed; returns how many they handled and in how long.
+	 * has passed; returns how many they handled and in how long. Fails if they handled none: a
+	 * system whose consumers fail has no rate to report.
 	 */
 	static Outcome run(QueueSystem system, int concurrency, int batchSize, long target, Duration cap) {
 		LongAdder handled = new LongAdder();
@@ -35,6 +36,10 @@ final class Drain {
 				finished = System.nanoTime();
 			}
 			while (count < target && finished < deadline);
+		}
+		if (count == 0) {
+			throw new IllegalStateException("The consumers of " + system.name() + " (" + concurrency + " x batch "
+					+ batchSize + ") handled no message in " + cap.toSeconds() + " s; see the errors logged above");
 		}
 		return new Outcome(count, (finished - started) / 1e9);
 	}

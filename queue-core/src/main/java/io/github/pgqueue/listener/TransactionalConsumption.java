@@ -107,6 +107,13 @@ final class TransactionalConsumption implements Consumption {
 	/** The same, going on from a cursor. */
 	private final String cursorClaimThenSavepoint;
 
+	/** The completing statements, each between its planner settings (see {@link QueueSql#withIndexPlans}). */
+	private final String ack;
+
+	private final String retry;
+
+	private final String deadLetter;
+
 	/**
 	 * Per queue, where this poller's next claim goes on from: where its last full batch ended (see
 	 * {@link ConsumerSession}), or the last row of a window that its last claim walked to the end.
@@ -137,6 +144,9 @@ final class TransactionalConsumption implements Consumption {
 				this.filter != null)) + ";\nSAVEPOINT " + CLAIMED;
 		this.cursorClaimThenSavepoint = QueueSql.withIndexPlans(this.sql.transactionalClaimAfter(this.batchSize,
 				this.filter != null)) + ";\nSAVEPOINT " + CLAIMED;
+		this.ack = QueueSql.withIndexPlans(this.sql.transactionalAck());
+		this.retry = QueueSql.withIndexPlans(this.sql.transactionalRetry());
+		this.deadLetter = QueueSql.withIndexPlans(this.sql.transactionalDeadLetter());
 	}
 
 	@Override
@@ -474,7 +484,7 @@ final class TransactionalConsumption implements Consumption {
 		String release = releaseClaim ? "RELEASE SAVEPOINT " + CLAIMED + ";\n" : "";
 		try {
 			if (!acks.isEmpty()) {
-				try (PreparedStatement ps = connection.prepareStatement(release + QueueSql.withIndexPlans(this.sql.transactionalAck()))) {
+				try (PreparedStatement ps = connection.prepareStatement(release + this.ack)) {
 					ps.setArray(1, connection.createArrayOf("bigint", acks.toArray()));
 					ps.setString(2, queue);
 					ps.execute();
@@ -482,7 +492,7 @@ final class TransactionalConsumption implements Consumption {
 				release = "";
 			}
 			if (!retries.isEmpty()) {
-				try (PreparedStatement ps = connection.prepareStatement(release + QueueSql.withIndexPlans(this.sql.transactionalRetry()))) {
+				try (PreparedStatement ps = connection.prepareStatement(release + this.retry)) {
 					ps.setArray(1, ids(connection, retries));
 					ps.setArray(2, attempts(connection, retries));
 					ps.setArray(3, connection.createArrayOf("bigint",
@@ -494,7 +504,7 @@ final class TransactionalConsumption implements Consumption {
 				release = "";
 			}
 			if (!deadLetters.isEmpty()) {
-				try (PreparedStatement ps = connection.prepareStatement(release + QueueSql.withIndexPlans(this.sql.transactionalDeadLetter()))) {
+				try (PreparedStatement ps = connection.prepareStatement(release + this.deadLetter)) {
 					ps.setArray(1, ids(connection, deadLetters));
 					ps.setArray(2, attempts(connection, deadLetters));
 					ps.setArray(3, connection.createArrayOf("text",

@@ -3,6 +3,7 @@ package io.github.pgqueue.listener;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -11,6 +12,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
@@ -19,6 +21,7 @@ import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.internal.ConsumerSession;
+import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.PostgresExtension;
 import org.junit.jupiter.api.AfterEach;
@@ -67,7 +70,7 @@ class FifoGroupIntegrationTests {
 	@ParameterizedTest
 	@EnumSource(ConsumptionMode.class)
 	void eachGroupIsHandledOneAtATimeInSendOrderWhileGroupsRunInParallel(ConsumptionMode mode) throws Exception {
-		String queue = "fifo-" + mode.name().toLowerCase(java.util.Locale.ROOT);
+		String queue = "fifo-" + mode.name().toLowerCase(Locale.ROOT);
 		int groups = 20;
 		int perProducer = 10;
 		int producers = 3;
@@ -134,7 +137,7 @@ class FifoGroupIntegrationTests {
 	@ParameterizedTest
 	@EnumSource(ConsumptionMode.class)
 	void aFailingMessageHoldsUpOnlyItsOwnGroup(ConsumptionMode mode) {
-		String queue = "stuck-" + mode.name().toLowerCase(java.util.Locale.ROOT);
+		String queue = "stuck-" + mode.name().toLowerCase(Locale.ROOT);
 		this.template.declare(QueueDefinition.of(queue).withMaxAttempts(5)
 			.withBackoff(Duration.ofMillis(300), 1.0, Duration.ofMillis(300)));
 		for (int n = 0; n < 5; n++) {
@@ -171,8 +174,8 @@ class FifoGroupIntegrationTests {
 	@ParameterizedTest
 	@EnumSource(ConsumptionMode.class)
 	void groupsBehindMoreMessagesOfAFailingGroupThanAClaimWalksStillFlow(ConsumptionMode mode) throws Exception {
-		String queue = "walled-" + mode.name().toLowerCase(java.util.Locale.ROOT);
-		int blocked = 3 * io.github.pgqueue.internal.QueueSql.CLAIM_WINDOW;
+		String queue = "walled-" + mode.name().toLowerCase(Locale.ROOT);
+		int blocked = 3 * QueueSql.CLAIM_WINDOW;
 		sendWall(queue, "wall", 0, blocked);
 		for (int n = 0; n < 3; n++) {
 			for (int g = 0; g < 3; g++) {
@@ -202,7 +205,7 @@ class FifoGroupIntegrationTests {
 	@Test
 	void groupsBehindAWallGetThroughWhenALaterPriorityIsWalledToo() {
 		String queue = "walled-twice";
-		int blocked = 2 * io.github.pgqueue.internal.QueueSql.CLAIM_WINDOW;
+		int blocked = 2 * QueueSql.CLAIM_WINDOW;
 		for (int priority = 0; priority < 2; priority++) {
 			sendWall(queue, "wall-" + priority, priority, blocked);
 		}
@@ -222,7 +225,7 @@ class FifoGroupIntegrationTests {
 	private void sendWall(String queue, String group, int priority, int size) {
 		this.template.declare(QueueDefinition.of(queue).withMaxAttempts(5)
 			.withBackoff(Duration.ofMinutes(10), 1.0, Duration.ofMinutes(10)));
-		this.template.sendBatch(queue, java.util.stream.IntStream.range(0, size).mapToObj((n) -> "wall-" + n).toList(),
+		this.template.sendBatch(queue, IntStream.range(0, size).mapToObj((n) -> "wall-" + n).toList(),
 				SendOptions.builder().group(group).priority(priority).build());
 	}
 
@@ -250,7 +253,7 @@ class FifoGroupIntegrationTests {
 
 	@Test
 	void aClaimTakesOnlyTheHeadOfAGroupAndLocksNothingElse() {
-		this.template.sendBatch("long-group", java.util.stream.IntStream.range(0, 1000).boxed().toList(),
+		this.template.sendBatch("long-group", IntStream.range(0, 1000).boxed().toList(),
 				SendOptions.builder().group("one").build());
 		long head = this.jdbc.queryForObject("SELECT min(id) FROM pgqueue.message WHERE queue = 'long-group'",
 				Long.class);

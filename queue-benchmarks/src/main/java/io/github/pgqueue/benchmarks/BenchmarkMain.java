@@ -79,6 +79,7 @@ public final class BenchmarkMain {
 			case "pressure" -> new PressureScenario(context).run();
 			case "memory" -> new MemoryScenario(context).run();
 			case "filter" -> new FilterScenario(context).run();
+			case "fifo-groups" -> new FifoGroupsScenario(context).run();
 			default -> throw new IllegalArgumentException("Unknown scenario " + scenario);
 		}
 	}

@@ -4,8 +4,8 @@ package io.github.pgqueue.benchmarks;
  * {@code drain}: a backlog of 200 000 tiny messages (30 000 in quick mode) and a no-op listener,
  * with 1 and 4 consumer threads and batch sizes 10 (pgqueue's default) and 100. A system that
  * cannot get through the backlog within the cap is measured on the part it got through, with the
- * rest of the backlog still in its table. The only scenario of {@code pgqueue-tx-fifo}: the
- * backlog spread over 1 000 FIFO groups.
+ * rest of the backlog still in its table. {@code pgqueue-tx-fifo} has the backlog spread over 1 000
+ * FIFO groups (see also {@link FifoGroupsScenario}).
  */
 final class DrainScenario {
 

@@ -17,8 +17,8 @@ import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
  * pgqueue through its public API: {@link QueueTemplate} for sends, and for consumption the
  * listener registry and endpoints that {@code @QueueListener} builds, in session mode
  * ({@code pgqueue}) or transactional mode ({@code pgqueue-tx}: a JDBC transaction manager on the
- * application pool), the latter also with its messages spread over FIFO groups
- * ({@code pgqueue-tx-fifo}), with the starter's defaults (poll interval 1 s) unless a scenario sets the
+ * application pool), either with its messages spread over FIFO groups ({@code pgqueue-fifo},
+ * {@code pgqueue-tx-fifo}), with the starter's defaults (poll interval 1 s) unless a scenario sets the
  * batch size or, for delayed messages, the poll interval.
  */
 final class PgQueueSystem extends MessageTableSystem {

@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -69,6 +70,14 @@ public final class ConsumerSession implements AutoCloseable {
 	 * message acked since the last vacuum. Kept only while claims come back full (a backlog).
 	 */
 	private final Map<String, ClaimCursor> cursors = new HashMap<>();
+
+	/**
+	 * The queues whose last claim came back short and none full since: their claims find FIFO
+	 * groups' heads by stepping through the group index ({@link QueueSql#claim(int, boolean,
+	 * boolean, boolean)}). Where a few groups hold a backlog, their heads are the only messages a
+	 * claim can take, and a walk of the claim index meets little else than their later messages.
+	 */
+	private final Set<String> scarce = new HashSet<>();
 
 	/**
 	 * How long claims go on from a cursor before one starts from the head again. Rows behind a
@@ -211,8 +220,8 @@ public final class ConsumerSession implements AutoCloseable {
 
 	/** Claims from the head of the queue, or after {@code cursor}; keeps the cursor of a full claim. */
 	private Claim claim(String queue, int max, boolean mayTakeOpen, HeaderFilter filter, ClaimCursor cursor) {
-		String statement = (cursor != null) ? this.sql.claimAfter(max, filter != null)
-				: this.sql.claim(max, filter != null);
+		boolean scanHeads = this.scarce.contains(queue);
+		String statement = this.sql.claim(max, filter != null, cursor != null, scanHeads);
 		try (PreparedStatement ps = this.connection.prepareStatement(statement)) {
 			int i = 0;
 			if (cursor != null) {
@@ -223,6 +232,10 @@ public final class ConsumerSession implements AutoCloseable {
 			}
 			ps.setString(++i, queue);
 			ps.setString(++i, queue);
+			if (scanHeads) {
+				ps.setString(++i, queue);
+				ps.setString(++i, queue);
+			}
 			ps.setString(++i, queue);
 			ps.setBoolean(++i, mayTakeOpen);
 			if (filter != null) {
@@ -233,6 +246,13 @@ public final class ConsumerSession implements AutoCloseable {
 				ps.setLong(++i, cursor.id());
 			}
 			ps.setInt(++i, this.namespace);
+			if (scanHeads) {
+				ps.setBoolean(++i, mayTakeOpen);
+				if (filter != null) {
+					ps.setArray(++i, this.connection.createArrayOf("text", filter.documents()));
+				}
+				ps.setInt(++i, this.namespace);
+			}
 			ps.setString(++i, queue);
 			ps.setString(++i, queue);
 			ps.setString(++i, queue);
@@ -241,6 +261,12 @@ public final class ConsumerSession implements AutoCloseable {
 			ps.setInt(++i, this.maxPayloadBytes);
 			ps.setString(++i, queue);
 			Claim claim = readClaim(queue, ps, true);
+			if (claim.messages().size() + claim.deadLettered() + claim.raced() == max) {
+				this.scarce.remove(queue);
+			}
+			else {
+				this.scarce.add(queue);
+			}
 			if (claim.last() != null && claim.messages().size() + claim.deadLettered() + claim.raced() == max) {
 				this.cursors.put(queue, claim.last().since((cursor != null) ? cursor.headClaimedAt() : System.nanoTime()));
 			}

@@ -90,13 +90,26 @@ public final class QueueSql {
 
 	/**
 	 * The condition of a claim's candidate m (no parameter): outside any FIFO group, or its group's
-	 * head: no older message of its group is in the queue.
+	 * head: no older message of its group is in the queue. The test looks for the group's next older
+	 * message backwards from the row (as the transactional walk's): for a row behind its head that
+	 * is the entry just before it; a forward search would step over every acked, not yet vacuumed
+	 * entry of the group first.
 	 */
 	private static final String GROUP_HEAD = """
-			               AND (m.group_key IS NULL OR NOT EXISTS (
-			                    SELECT 1 FROM %1$s.message o
-			                     WHERE o.queue = m.queue AND o.group_key = m.group_key AND o.id < m.id))
+			               AND (m.group_key IS NULL OR (
+			                    SELECT o.id FROM %1$s.message o
+			                     WHERE o.queue = m.queue AND o.group_key = m.group_key AND o.id < m.id
+			                     ORDER BY o.id DESC LIMIT 1) IS NULL)
 			""";
+
+	/**
+	 * How many times its window of candidates a session claim walks at most: it counts the rows
+	 * that pass its tests (a FIFO group's later messages do not), and gives up after this many
+	 * windows' worth of rows, so that a backlog of a few groups' later messages is not walked to
+	 * its end by every claim (the next claims of the poller then find heads through the group
+	 * index, see ConsumerSession).
+	 */
+	static final int SESSION_WALK_WINDOWS = 10;
 
 	/**
 	 * Whether candidate w of a transactional claim (with its xmax) was written or locked by a
@@ -127,6 +140,150 @@ public final class QueueSql {
 			                                           FROM pg_snapshot_xip(pg_current_snapshot()) x))
 			       OR ((w.xmax::text::bigint - (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint))
 			           & 4294967295) < 2147483648))""";
+
+	/**
+	 * The CTEs that find FIFO groups' heads through the group index rather than the claim index, for
+	 * a transactional claim made where heads are scarce (see TransactionalConsumption): 1 queue, 2
+	 * queue. heads steps from group to group (a loose index scan, one descent per group) and gives
+	 * each group's first message in the statement's snapshot: its head. scanned keeps the first
+	 * {window} groups in key order; covered says up to which group key that is, null when it is
+	 * every group of the queue. Formatted with the schema.
+	 */
+	private static final String SCANNED_HEADS = """
+			heads AS (
+			    (SELECT m.group_key, m.id FROM %1$s.message m
+			      WHERE m.queue = ? AND m.group_key IS NOT NULL
+			      ORDER BY m.group_key, m.id LIMIT 1)
+			    UNION ALL
+			    SELECT n.group_key, n.id
+			      FROM heads h
+			     CROSS JOIN LATERAL (
+			            SELECT m.group_key, m.id FROM %1$s.message m
+			             WHERE m.queue = ? AND m.group_key > h.group_key
+			             ORDER BY m.group_key, m.id LIMIT 1) n
+			),
+			scanned AS MATERIALIZED (
+			    SELECT h.group_key, h.id FROM heads h LIMIT {window}
+			),
+			covered AS MATERIALIZED (
+			    SELECT CASE WHEN count(*) = {window} THEN max(s.group_key) END AS last FROM scanned s
+			),
+			""";
+
+	/**
+	 * The walk's test of a row w of a group that SCANNED_HEADS covered (no parameter): skipped, as
+	 * its group's head, if it is one, comes from the scan.
+	 */
+	private static final String SCANNED_GROUP = """
+			WHEN w.group_key IS NOT NULL
+			                     AND (w.group_key <= (SELECT last FROM covered) OR (SELECT last FROM covered) IS NULL) THEN false
+			                """;
+
+	/**
+	 * The heads that SCANNED_HEADS found, as candidates of the claim after those of its walk (1 the
+	 * filter, if any, 2 namespace): visible, in a priority the claim may take, not written since
+	 * the statement's snapshot, tried in the claim index's order once sorted, up to what the walk
+	 * left of the batch. candidates is every row the claim took, from either. Formatted with the
+	 * schema.
+	 */
+	private static final String TAKEN_HEADS = """
+			headed AS MATERIALIZED (
+			    SELECT m.id, m.priority, m.visible_at,
+			           {held_by_the_dead}
+			           OR CASE WHEN m.xmax = '0'::xid THEN false ELSE %1$s.locker_aborted(m.xmax) END AS suspect
+			      FROM %1$s.message m
+			     WHERE m.id = ANY (ARRAY(SELECT id FROM scanned))
+			       AND m.visible_at <= now() AND m.priority IN (SELECT priority FROM priorities)
+			{filter}       AND NOT {written_since_snapshot}
+			     ORDER BY m.priority, m.visible_at, m.id
+			),
+			taken_heads AS MATERIALIZED (
+			    SELECT h.id, h.suspect FROM headed h
+			     WHERE pg_try_advisory_xact_lock(?, h.id::bit(32)::int4)
+			     LIMIT greatest(0, {batch} - (SELECT count(*) FROM walked WHERE taken))
+			),
+			candidates AS (
+			    SELECT id, suspect FROM walked WHERE taken
+			    UNION ALL
+			    SELECT id, suspect FROM taken_heads
+			),
+			""";
+
+	/**
+	 * The session claim's candidates, locked (see the claim): 1 queue, 2 whether it may take
+	 * messages of dead holders, the filter, the cursor, then the namespace. The walk counts the rows
+	 * that pass its tests, up to SESSION_WALK_WINDOWS windows of rows walked.
+	 */
+	private static final String SESSION_LOCKED = """
+			locked AS (
+			    SELECT c.id, c.suspect, c.seen, c.priority, c.visible_at, row_number() OVER () AS n
+			      FROM priorities p
+			     CROSS JOIN LATERAL (
+			            SELECT m.id, m.suspect, m.seen, m.priority, m.visible_at
+			              FROM (SELECT m.id, m.queue, m.group_key, {held_open} AS suspect, m.xmin AS seen,
+			                           m.priority, m.visible_at
+			                      FROM %1$s.message m
+			                     WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
+			                       AND (? OR NOT {held_by_the_dead})
+			{filter}{after}                     ORDER BY m.visible_at, m.id
+			                     LIMIT {walk}) m
+			             WHERE true
+			""" + GROUP_HEAD + """
+			             LIMIT {window}) c
+			     WHERE pg_try_advisory_lock(?, c.id::bit(32)::int4)
+			     LIMIT {batch}
+			),
+			""";
+
+	/**
+	 * The same for a session claim made where heads are scarce (see ConsumerSession), after
+	 * SCANNED_HEADS: the walk counts every row it walks, skips the rows of the groups the scan
+	 * covered and tests the others' for being heads; the scanned heads come after the walk's
+	 * candidates, in the claim index's order, up to what the walk left of the batch. 1 queue, 2
+	 * whether it may take messages of dead holders, the filter, the cursor, the namespace; then
+	 * again 2, the filter and the namespace.
+	 */
+	private static final String SCANNING_SESSION_LOCKED = """
+			walk_locked AS (
+			    SELECT c.id, c.suspect, c.seen, c.priority, c.visible_at, row_number() OVER () AS n
+			      FROM priorities p
+			     CROSS JOIN LATERAL (
+			            SELECT m.id, m.queue, m.group_key, {held_open} AS suspect, m.xmin AS seen,
+			                   m.priority, m.visible_at
+			              FROM %1$s.message m
+			             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
+			               AND (? OR NOT {held_by_the_dead})
+			{filter}{after}             ORDER BY m.visible_at, m.id
+			             LIMIT {window}) c
+			     WHERE CASE WHEN c.group_key IS NOT NULL
+			                     AND (c.group_key <= (SELECT last FROM covered) OR (SELECT last FROM covered) IS NULL) THEN false
+			                WHEN c.group_key IS NOT NULL AND (SELECT o.id FROM %1$s.message o
+			                       WHERE o.queue = c.queue AND o.group_key = c.group_key AND o.id < c.id
+			                       ORDER BY o.id DESC LIMIT 1) IS NOT NULL THEN false
+			                ELSE pg_try_advisory_lock(?, c.id::bit(32)::int4) END
+			     LIMIT {batch}
+			),
+			headed AS MATERIALIZED (
+			    SELECT m.id, {held_open} AS suspect, m.xmin AS seen, m.priority, m.visible_at
+			      FROM %1$s.message m
+			     WHERE m.id = ANY (ARRAY(SELECT id FROM scanned))
+			       AND m.visible_at <= now() AND m.priority IN (SELECT priority FROM priorities)
+			       AND (? OR NOT {held_by_the_dead})
+			{filter}     ORDER BY m.priority, m.visible_at, m.id
+			),
+			head_locked AS MATERIALIZED (
+			    SELECT h.id, h.suspect, h.seen, h.priority, h.visible_at FROM headed h
+			     WHERE pg_try_advisory_lock(?, h.id::bit(32)::int4)
+			     LIMIT greatest(0, {batch} - (SELECT count(*) FROM walk_locked))
+			),
+			locked AS (
+			    SELECT id, suspect, seen, priority, visible_at, n FROM walk_locked
+			    UNION ALL
+			    SELECT id, suspect, seen, priority, visible_at,
+			           (SELECT count(*) FROM walk_locked) + row_number() OVER (ORDER BY priority, visible_at, id)
+			      FROM head_locked
+			),
+			""";
 
 	/**
 	 * Whether row m's claim is open (no parameter): a session claimed it as a suspect and has not
@@ -337,6 +494,11 @@ public final class QueueSql {
 
 	private final java.util.Map<Integer, String> claimsBySize = new java.util.concurrent.ConcurrentHashMap<>();
 
+	/** The session claim's candidates: SESSION_LOCKED, or SCANNED_HEADS and SCANNING_SESSION_LOCKED. */
+	private final String sessionLocked;
+
+	private final String scanningSessionLocked;
+
 	private final java.util.Map<Integer, String> transactionalClaimsBySize = new java.util.concurrent.ConcurrentHashMap<>();
 
 
@@ -400,6 +562,10 @@ public final class QueueSql {
 		// the walk, so only the rows returned are locked. (ORDER BY next to the lock would sort
 		// first and lock every row the sort visits.) A message of a FIFO group is a candidate only as
 		// its group's head, tested before the lock too: no older message of its group is in the queue.
+		// The window counts the rows that pass these tests, so a long run of one group's messages does
+		// not hide the other groups' heads behind it; the walk stops after SESSION_WALK_WINDOWS
+		// windows' worth of rows all the same. A claim made where heads are scarce takes them from
+		// the group index instead (SCANNING_SESSION_LOCKED, see ConsumerSession).
 		//
 		// listed, judged and chosen: a locked row held by a consumer that died (every row a live
 		// consumer holds is locked, so not here) is a suspect: its claim is open on the scan's
@@ -446,22 +612,15 @@ public final class QueueSql {
 		// how many milliseconds the queue's next delayed message becomes visible (null: none), so
 		// an idle poller sleeps until then and not a whole poll interval: in the same statement, so
 		// an idle poll still costs one.
+		this.sessionLocked = SESSION_LOCKED.replace("{held_by_the_dead}", HELD_BY_THE_DEAD)
+			.replace("{held_open}", HELD_OPEN)
+			.formatted(s);
+		this.scanningSessionLocked = (SCANNED_HEADS + SCANNING_SESSION_LOCKED)
+			.replace("{held_by_the_dead}", HELD_BY_THE_DEAD)
+			.replace("{held_open}", HELD_OPEN)
+			.formatted(s);
 		this.claim = ("""
-				{priorities}locked AS (
-				    SELECT c.id, c.suspect, c.seen, c.priority, c.visible_at, row_number() OVER () AS n
-				      FROM priorities p
-				     CROSS JOIN LATERAL (
-				            SELECT m.id, {held_open} AS suspect, m.xmin AS seen, m.priority, m.visible_at
-				              FROM %1$s.message m
-				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
-				               AND (? OR NOT {held_by_the_dead})
-				{filter}{after}""" + GROUP_HEAD + """
-				             ORDER BY m.visible_at, m.id
-				             LIMIT {window}) c
-				     WHERE pg_try_advisory_lock(?, c.id::bit(32)::int4)
-				     LIMIT {batch}
-				),
-				""" + LISTED.formatted("locked") + """
+				{priorities}{locked}""" + LISTED.formatted("locked") + """
 				judged AS (
 				    SELECT l.id, l.seen, l.n, l.suspect, {listed} AS listed FROM locked l
 				),
@@ -716,6 +875,9 @@ public final class QueueSql {
 		// is failing, say) are still reached, one window per claim; see
 		// TransactionalConsumption#claimAgain. That row itself is never a candidate. (Rows of a later
 		// priority beyond its window wait while an earlier priority's window ends full of such rows.)
+		// Where windows keep ending so, the poller's claims find the groups' heads through the group
+		// index instead, and their walks skip those groups' rows untested: see
+		// transactionalClaim(int, boolean, boolean, boolean).
 		//
 		// A candidate is a suspect when the last transaction that locked it aborted (its consumer
 		// died, its connection broke, its transaction timed out): that attempt was never written.
@@ -741,7 +903,7 @@ public final class QueueSql {
 		// claim's, with column 2 true for a suspect (id only) and for the window's last row (above),
 		// and the next-due row when no candidate.
 		this.transactionalClaim = ("""
-				{priorities}walked AS MATERIALIZED (
+				{priorities}{scanned_heads}walked AS MATERIALIZED (
 				    SELECT w.id, w.priority, w.visible_at, w.n, w.n < {window} AS taken,
 				           w.n < {window} AND ({held_by_the_dead_w}
 				                 OR CASE WHEN w.xmax = '0'::xid THEN false ELSE %1$s.locker_aborted(w.xmax) END) AS suspect
@@ -755,16 +917,16 @@ public final class QueueSql {
 				             LIMIT {window}) w
 				     WHERE CASE WHEN w.n = {window} THEN true
 				                WHEN {written_since_snapshot} THEN false
-				                WHEN w.group_key IS NOT NULL AND (
+				                {scanned_group}WHEN w.group_key IS NOT NULL AND (
 				                     SELECT o.id FROM %1$s.message o
 				                      WHERE o.queue = w.queue AND o.group_key = w.group_key AND o.id < w.id
 				                      ORDER BY o.id DESC LIMIT 1) IS NOT NULL THEN false
 				                ELSE pg_try_advisory_xact_lock(?, w.id::bit(32)::int4) END
 				     LIMIT {batch}
 				),
-				""" + LISTED.formatted("walked WHERE taken") + """
+				{taken_heads}""" + LISTED.formatted("{candidates}") + """
 				judged AS (
-				    SELECT l.id, l.suspect OR {listed} AS suspect FROM walked l WHERE l.taken
+				    SELECT l.id, l.suspect OR {listed} AS suspect FROM {judged_from}
 				),
 				claimed AS (
 				    SELECT m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
@@ -789,7 +951,7 @@ public final class QueueSql {
 				   FROM walked e
 				  WHERE NOT e.taken
 				  ORDER BY e.priority LIMIT 1)
-				""" + NEXT_DUE.formatted("", "walked WHERE taken"))
+				""" + NEXT_DUE.formatted("", "{candidates}"))
 			.replace("{held_by_the_dead_w}", HELD_BY_THE_DEAD.replace("m.", "w."))
 			.replace("{listed}", IS_LISTED)
 			.replace("{written_since_snapshot}", WRITTEN_SINCE_SNAPSHOT)
@@ -958,8 +1120,22 @@ public final class QueueSql {
 	 * up by one.
 	 */
 	public String claim(int batchSize, boolean filtered) {
-		return this.claimsBySize.computeIfAbsent(key(batchSize, filtered, false),
-				(key) -> specialized(this.claim, batchSize, filtered, false));
+		return claim(batchSize, filtered, false, false);
+	}
+
+	/**
+	 * The session claim, from the head or after a cursor ({@code afterCursor}), that finds FIFO
+	 * groups' heads by stepping through the group index if {@code scanHeads}, as
+	 * {@link #transactionalClaim(int, boolean, boolean, boolean)} does; its walk then counts every
+	 * row it walks. With {@code scanHeads}, parameters 4 and 5 (after the priorities') are the
+	 * queue, the others after them move up by two, and whether it may take messages of dead
+	 * holders, the filter, when there is one, and the namespace come again after the walk's
+	 * namespace.
+	 */
+	public String claim(int batchSize, boolean filtered, boolean afterCursor, boolean scanHeads) {
+		return this.claimsBySize.computeIfAbsent(2 * key(batchSize, filtered, afterCursor) + (scanHeads ? 1 : 0),
+				(key) -> specialized(this.claim.replace("{locked}", scanHeads ? this.scanningSessionLocked
+						: this.sessionLocked), batchSize, filtered, afterCursor));
 	}
 
 	/**
@@ -971,8 +1147,7 @@ public final class QueueSql {
 	 * claims from the head.
 	 */
 	public String claimAfter(int batchSize, boolean filtered) {
-		return this.claimsBySize.computeIfAbsent(key(batchSize, filtered, true),
-				(key) -> specialized(this.claim, batchSize, filtered, true));
+		return claim(batchSize, filtered, true, false);
 	}
 
 	private static int key(int batchSize, boolean filtered, boolean afterCursor) {
@@ -985,6 +1160,7 @@ public final class QueueSql {
 		}
 		String s = "\"" + this.schema + "\"";
 		return claim.replace("{priorities}", (afterCursor ? CURSOR_PRIORITY : PRIORITIES).formatted(s))
+			.replace("{walk}", String.valueOf(SESSION_WALK_WINDOWS * (batchSize + CLAIM_WINDOW)))
 			.replace("{window}", String.valueOf(batchSize + CLAIM_WINDOW))
 			.replace("{batch}", String.valueOf(batchSize))
 			.replace("{filter}", filtered ? HEADER_FILTER : "")
@@ -1074,8 +1250,7 @@ public final class QueueSql {
 	 * up by one.
 	 */
 	public String transactionalClaim(int batchSize, boolean filtered) {
-		return this.transactionalClaimsBySize.computeIfAbsent(key(batchSize, filtered, false),
-				(key) -> specialized(this.transactionalClaim, batchSize, filtered, false));
+		return transactionalClaim(batchSize, filtered, false, false);
 	}
 
 	/**
@@ -1083,8 +1258,43 @@ public final class QueueSql {
 	 * {@link #claimAfter(int, boolean)}: 1 the priority, and the visible_at and id after the filter.
 	 */
 	public String transactionalClaimAfter(int batchSize, boolean filtered) {
-		return this.transactionalClaimsBySize.computeIfAbsent(key(batchSize, filtered, true),
-				(key) -> specialized(this.transactionalClaim, batchSize, filtered, true));
+		return transactionalClaim(batchSize, filtered, true, false);
+	}
+
+	/**
+	 * The transactional claim, from the head or after a cursor ({@code afterCursor}), that finds
+	 * FIFO groups' heads by stepping through the group index if {@code scanHeads}: for up to
+	 * 1 000 + {@code batchSize} groups in key order, the walk skips their rows and their heads are
+	 * candidates after the walk's, in the claim index's order; rows of groups beyond those are
+	 * tested in the walk as usual. Its cost grows with the number of groups and not with the
+	 * messages queued behind their heads: the claim for queues where a walk meets few heads (see
+	 * TransactionalConsumption). With {@code scanHeads}, parameters 4 and 5 are the queue (the
+	 * scan), the others after them move up by two, and the filter, when there is one, and the
+	 * namespace come again after the walk's namespace.
+	 */
+	public String transactionalClaim(int batchSize, boolean filtered, boolean afterCursor, boolean scanHeads) {
+		return this.transactionalClaimsBySize.computeIfAbsent(2 * key(batchSize, filtered, afterCursor) + (scanHeads ? 1 : 0),
+				(key) -> specialized(scanHeads ? scanningHeads(this.transactionalClaim) : walkingOnly(this.transactionalClaim),
+						batchSize, filtered, afterCursor));
+	}
+
+	private static String walkingOnly(String claim) {
+		return claim.replace("{scanned_heads}", "")
+			.replace("{scanned_group}", "")
+			.replace("{taken_heads}", "")
+			.replace("{candidates}", "walked WHERE taken")
+			.replace("{judged_from}", "walked l WHERE l.taken");
+	}
+
+	private String scanningHeads(String claim) {
+		String s = "\"" + this.schema + "\"";
+		return claim.replace("{scanned_heads}", SCANNED_HEADS.formatted(s))
+			.replace("{scanned_group}", SCANNED_GROUP)
+			.replace("{taken_heads}", TAKEN_HEADS.replace("{held_by_the_dead}", HELD_BY_THE_DEAD)
+				.replace("{written_since_snapshot}", WRITTEN_SINCE_SNAPSHOT.replace("w.", "m."))
+				.formatted(s))
+			.replace("{candidates}", "candidates")
+			.replace("{judged_from}", "candidates l");
 	}
 
 	public String transactionalAck() {

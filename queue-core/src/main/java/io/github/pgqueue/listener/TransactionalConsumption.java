@@ -107,6 +107,11 @@ final class TransactionalConsumption implements Consumption {
 	/** The same, going on from a cursor. */
 	private final String cursorClaimThenSavepoint;
 
+	/** The two above, finding FIFO groups' heads through the group index (see {@link #scarce}). */
+	private final String scanningClaimThenSavepoint;
+
+	private final String scanningCursorClaimThenSavepoint;
+
 	/** The completing statements, each between its planner settings (see {@link QueueSql#withIndexPlans}). */
 	private final String ack;
 
@@ -122,6 +127,15 @@ final class TransactionalConsumption implements Consumption {
 
 	/** The queues whose claims found messages since the last claim from the head. */
 	private final Set<String> foundSinceHead = new HashSet<>();
+
+	/**
+	 * The queues whose last claim walked a whole window without filling its batch and has not
+	 * filled one since: their claims find FIFO groups' heads by stepping through the group index
+	 * ({@link QueueSql#transactionalClaim(int, boolean, boolean, boolean)}). A walk tests every row
+	 * it passes; where a few groups hold the backlog, their heads are the only rows it can take,
+	 * and the rest of the backlog is their later messages, which it would walk window by window.
+	 */
+	private final Set<String> scarce = new HashSet<>();
 
 	TransactionalConsumption(Dispatcher dispatcher, QueueTemplate template, PlatformTransactionManager transactionManager,
 			Supplier<ConsumerSession> sessions, ListenerMetrics metrics, QueueListenerEndpoint endpoint,
@@ -144,6 +158,10 @@ final class TransactionalConsumption implements Consumption {
 				this.filter != null)) + ";\nSAVEPOINT " + CLAIMED;
 		this.cursorClaimThenSavepoint = QueueSql.withIndexPlans(this.sql.transactionalClaimAfter(this.batchSize,
 				this.filter != null)) + ";\nSAVEPOINT " + CLAIMED;
+		this.scanningClaimThenSavepoint = QueueSql.withIndexPlans(this.sql.transactionalClaim(this.batchSize,
+				this.filter != null, false, true)) + ";\nSAVEPOINT " + CLAIMED;
+		this.scanningCursorClaimThenSavepoint = QueueSql.withIndexPlans(this.sql.transactionalClaim(this.batchSize,
+				this.filter != null, true, true)) + ";\nSAVEPOINT " + CLAIMED;
 		this.ack = QueueSql.withIndexPlans(this.sql.transactionalAck());
 		this.retry = QueueSql.withIndexPlans(this.sql.transactionalRetry());
 		this.deadLetter = QueueSql.withIndexPlans(this.sql.transactionalDeadLetter());
@@ -396,9 +414,12 @@ final class TransactionalConsumption implements Consumption {
 			cursor = null;
 		}
 		batch.fromCursor = cursor != null;
+		boolean scanHeads = this.scarce.contains(queue);
 		ClaimCursor last = null;
-		try (PreparedStatement ps = connection.prepareStatement((cursor != null) ? this.cursorClaimThenSavepoint
-				: this.claimThenSavepoint)) {
+		String statement = scanHeads
+				? ((cursor != null) ? this.scanningCursorClaimThenSavepoint : this.scanningClaimThenSavepoint)
+				: ((cursor != null) ? this.cursorClaimThenSavepoint : this.claimThenSavepoint);
+		try (PreparedStatement ps = connection.prepareStatement(statement)) {
 			int i = 0;
 			if (cursor != null) {
 				ps.setInt(++i, cursor.priority());
@@ -408,6 +429,10 @@ final class TransactionalConsumption implements Consumption {
 			}
 			ps.setString(++i, queue);
 			ps.setString(++i, queue);
+			if (scanHeads) {
+				ps.setString(++i, queue);
+				ps.setString(++i, queue);
+			}
 			ps.setString(++i, queue);
 			if (this.filter != null) {
 				ps.setArray(++i, connection.createArrayOf("text", this.filter.documents()));
@@ -417,6 +442,12 @@ final class TransactionalConsumption implements Consumption {
 				ps.setLong(++i, cursor.id());
 			}
 			ps.setInt(++i, this.namespace);
+			if (scanHeads) {
+				if (this.filter != null) {
+					ps.setArray(++i, connection.createArrayOf("text", this.filter.documents()));
+				}
+				ps.setInt(++i, this.namespace);
+			}
 			ps.setString(++i, queue);
 			ps.setInt(++i, this.maxPayloadBytes);
 			ps.setString(++i, queue);
@@ -451,6 +482,12 @@ final class TransactionalConsumption implements Consumption {
 					+ ex.getMessage(), ex);
 		}
 		batch.claimed = batch.messages.size();
+		if (batch.claimed == this.batchSize) {
+			this.scarce.remove(queue);
+		}
+		else if (batch.windowEnd != null) {
+			this.scarce.add(queue);
+		}
 		if (batch.claimed == this.batchSize) {
 			this.cursors.put(queue, last.since((cursor != null) ? cursor.headClaimedAt() : System.nanoTime()));
 		}

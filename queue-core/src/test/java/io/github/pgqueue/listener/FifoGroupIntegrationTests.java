@@ -20,6 +20,7 @@ import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.SendOptions;
+import io.github.pgqueue.internal.ClaimedMessage;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.testing.EmbeddedPostgres;
@@ -249,6 +250,77 @@ class FifoGroupIntegrationTests {
 	private long transactions() {
 		return this.jdbc.queryForObject("SELECT xact_commit + xact_rollback FROM pg_stat_database "
 				+ "WHERE datname = current_database()", Long.class);
+	}
+
+	/**
+	 * A backlog of three groups, each sent as one long run, so that the second and third groups'
+	 * heads are tens of windows behind the first's: the claims can take only the three heads at a
+	 * time, fewer than their batches ask for, and must find them without walking the groups'
+	 * later messages (walking them, a claim or a round of claims costs a pass over the backlog:
+	 * a few messages a second).
+	 */
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void aBacklogOfFewerGroupsThanTheBatchesAskForDrainsInOrder(ConsumptionMode mode) {
+		String queue = "few-groups-" + mode.name().toLowerCase(Locale.ROOT);
+		int perGroup = 20 * QueueSql.CLAIM_WINDOW;
+		for (int g = 0; g < 3; g++) {
+			String group = "g" + g;
+			this.template.sendBatch(queue, IntStream.range(0, perGroup).mapToObj((n) -> group + "-" + n).toList(),
+					SendOptions.builder().group(group).build());
+		}
+		Map<String, AtomicInteger> inFlight = new ConcurrentHashMap<>();
+		Map<String, List<Long>> order = new ConcurrentHashMap<>();
+		AtomicInteger overlaps = new AtomicInteger();
+		AtomicInteger handled = new AtomicInteger();
+		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), 2, AckMode.AUTO, true,
+				String.class, (message, ack) -> {
+					String group = ((String) message.payload()).substring(0, 2);
+					if (inFlight.computeIfAbsent(group, (k) -> new AtomicInteger()).incrementAndGet() > 1) {
+						overlaps.incrementAndGet();
+					}
+					order.computeIfAbsent(group, (k) -> new CopyOnWriteArrayList<>()).add(message.id());
+					inFlight.get(group).decrementAndGet();
+					handled.incrementAndGet();
+				}, new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(30), mode, Duration.ofSeconds(30)));
+		this.registry.start();
+
+		await().atMost(Duration.ofSeconds(30)).until(() -> handled.get() >= 1500);
+		this.registry.stop();
+		assertThat(overlaps.get()).as("two messages of one group in flight at once").isZero();
+		assertThat(order).as("every group flows").containsOnlyKeys("g0", "g1", "g2");
+		order.forEach((group, ids) -> assertThat(ids).as("group %s in id order", group).isSorted()
+			.doesNotHaveDuplicates());
+	}
+
+	/**
+	 * After a claim that came back short, a session's claims find the groups' heads through the
+	 * group index: all three heads of a backlog two windows deep, and no key of any other row.
+	 */
+	@Test
+	void aClaimAfterAShortOneTakesEveryGroupsHeadAndLocksNothingElse() {
+		String queue = "scanned-heads";
+		for (int g = 0; g < 3; g++) {
+			this.template.sendBatch(queue, IntStream.range(0, 2 * QueueSql.CLAIM_WINDOW).boxed().toList(),
+					SendOptions.builder().group("g" + g).build());
+		}
+		List<Long> heads = this.jdbc.queryForList(
+				"SELECT min(id) FROM pgqueue.message WHERE queue = ? GROUP BY group_key ORDER BY 1", Long.class, queue);
+		try (ConsumerSession session = this.template.openSession()) {
+			ConsumerSession.Claim first = session.claim(queue, 10);
+			session.ack(first.messages().stream().map(ClaimedMessage::id).toList());
+			ConsumerSession.Claim second = session.claim(queue, 10);
+			List<Long> next = this.jdbc.queryForList(
+					"SELECT min(id) FROM pgqueue.message WHERE queue = ? GROUP BY group_key ORDER BY 1", Long.class,
+					queue);
+			assertThat(second.messages()).extracting(ClaimedMessage::id).as("every group's head")
+				.containsExactlyInAnyOrderElementsOf(next);
+			assertThat(next).doesNotContainAnyElementsOf(heads);
+			assertThat(this.jdbc.queryForObject("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'",
+					Long.class)).as("keys held").isEqualTo(3);
+			session.ack(second.messages().stream().map(ClaimedMessage::id).toList());
+		}
 	}
 
 	@Test

@@ -238,8 +238,9 @@ public final class ConsumerSession implements AutoCloseable {
 			}
 			ps.setString(++i, queue);
 			ps.setBoolean(++i, mayTakeOpen);
-			if (filter != null) {
-				ps.setArray(++i, this.connection.createArrayOf("text", filter.documents()));
+			Array documents = (filter != null) ? this.connection.createArrayOf("text", filter.documents()) : null;
+			if (documents != null) {
+				ps.setArray(++i, documents);
 			}
 			if (cursor != null) {
 				ps.setLong(++i, cursor.visibleAtMicros());
@@ -248,8 +249,8 @@ public final class ConsumerSession implements AutoCloseable {
 			ps.setInt(++i, this.namespace);
 			if (scanHeads) {
 				ps.setBoolean(++i, mayTakeOpen);
-				if (filter != null) {
-					ps.setArray(++i, this.connection.createArrayOf("text", filter.documents()));
+				if (documents != null) {
+					ps.setArray(++i, documents);
 				}
 				ps.setInt(++i, this.namespace);
 			}
@@ -261,14 +262,15 @@ public final class ConsumerSession implements AutoCloseable {
 			ps.setInt(++i, this.maxPayloadBytes);
 			ps.setString(++i, queue);
 			Claim claim = readClaim(queue, ps, true);
-			if (claim.messages().size() + claim.deadLettered() + claim.raced() == max) {
-				this.scarce.remove(queue);
-			}
-			else {
+			boolean full = claim.messages().size() + claim.deadLettered() + claim.raced() == max;
+			if (!full) {
 				this.scarce.add(queue);
 			}
-			if (claim.last() != null && claim.messages().size() + claim.deadLettered() + claim.raced() == max) {
-				this.cursors.put(queue, claim.last().since((cursor != null) ? cursor.headClaimedAt() : System.nanoTime()));
+			else {
+				this.scarce.remove(queue);
+				if (claim.last() != null) {
+					this.cursors.put(queue, claim.last().since((cursor != null) ? cursor.headClaimedAt() : System.nanoTime()));
+				}
 			}
 			return claim;
 		}

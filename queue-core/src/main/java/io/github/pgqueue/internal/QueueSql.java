@@ -171,13 +171,10 @@ public final class QueueSql {
 			""";
 
 	/**
-	 * The walk's test of a row w of a group that SCANNED_HEADS covered (no parameter): skipped, as
-	 * its group's head, if it is one, comes from the scan.
+	 * Whether walked row {row} is of a group that SCANNED_HEADS covered (no parameter): the walk
+	 * skips it, as its group's head, if it is one, comes from the scan.
 	 */
-	private static final String SCANNED_GROUP = """
-			WHEN w.group_key IS NOT NULL
-			                     AND (w.group_key <= (SELECT last FROM covered) OR (SELECT last FROM covered) IS NULL) THEN false
-			                """;
+	private static final String SCANNED_GROUP = "{row}.group_key <= COALESCE((SELECT last FROM covered), {row}.group_key)";
 
 	/**
 	 * The heads that SCANNED_HEADS found, as candidates of the claim after those of its walk (1 the
@@ -210,6 +207,18 @@ public final class QueueSql {
 			""";
 
 	/**
+	 * A session claim's candidates m in one priority p, in the claim index's order, up to {limit}
+	 * rows: 1 queue, 2 whether it may take messages of dead holders, the filter, the cursor.
+	 */
+	private static final String SESSION_CANDIDATES = """
+			SELECT m.id, m.queue, m.group_key, {held_open} AS suspect, m.xmin AS seen, m.priority, m.visible_at
+			  FROM %1$s.message m
+			 WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
+			   AND (? OR NOT {held_by_the_dead})
+			{filter}{after} ORDER BY m.visible_at, m.id
+			 LIMIT {limit}""";
+
+	/**
 	 * The session claim's candidates, locked (see the claim): 1 queue, 2 whether it may take
 	 * messages of dead holders, the filter, the cursor, then the namespace. The walk counts the rows
 	 * that pass its tests, up to SESSION_WALK_WINDOWS windows of rows walked.
@@ -220,13 +229,8 @@ public final class QueueSql {
 			      FROM priorities p
 			     CROSS JOIN LATERAL (
 			            SELECT m.id, m.suspect, m.seen, m.priority, m.visible_at
-			              FROM (SELECT m.id, m.queue, m.group_key, {held_open} AS suspect, m.xmin AS seen,
-			                           m.priority, m.visible_at
-			                      FROM %1$s.message m
-			                     WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
-			                       AND (? OR NOT {held_by_the_dead})
-			{filter}{after}                     ORDER BY m.visible_at, m.id
-			                     LIMIT {walk}) m
+			              FROM (""" + SESSION_CANDIDATES.replace("{limit}", "{walk}") + ") m" + """
+
 			             WHERE true
 			""" + GROUP_HEAD + """
 			             LIMIT {window}) c
@@ -247,16 +251,9 @@ public final class QueueSql {
 			walk_locked AS (
 			    SELECT c.id, c.suspect, c.seen, c.priority, c.visible_at, row_number() OVER () AS n
 			      FROM priorities p
-			     CROSS JOIN LATERAL (
-			            SELECT m.id, m.queue, m.group_key, {held_open} AS suspect, m.xmin AS seen,
-			                   m.priority, m.visible_at
-			              FROM %1$s.message m
-			             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
-			               AND (? OR NOT {held_by_the_dead})
-			{filter}{after}             ORDER BY m.visible_at, m.id
-			             LIMIT {window}) c
-			     WHERE CASE WHEN c.group_key IS NOT NULL
-			                     AND (c.group_key <= (SELECT last FROM covered) OR (SELECT last FROM covered) IS NULL) THEN false
+			     CROSS JOIN LATERAL (""" + SESSION_CANDIDATES.replace("{limit}", "{window}") + ") c" + """
+
+			     WHERE CASE WHEN {scanned_group} THEN false
 			                WHEN c.group_key IS NOT NULL AND (SELECT o.id FROM %1$s.message o
 			                       WHERE o.queue = c.queue AND o.group_key = c.group_key AND o.id < c.id
 			                       ORDER BY o.id DESC LIMIT 1) IS NOT NULL THEN false
@@ -616,6 +613,7 @@ public final class QueueSql {
 			.replace("{held_open}", HELD_OPEN)
 			.formatted(s);
 		this.scanningSessionLocked = (SCANNED_HEADS + SCANNING_SESSION_LOCKED)
+			.replace("{scanned_group}", SCANNED_GROUP.replace("{row}", "c"))
 			.replace("{held_by_the_dead}", HELD_BY_THE_DEAD)
 			.replace("{held_open}", HELD_OPEN)
 			.formatted(s);
@@ -1289,7 +1287,7 @@ public final class QueueSql {
 	private String scanningHeads(String claim) {
 		String s = "\"" + this.schema + "\"";
 		return claim.replace("{scanned_heads}", SCANNED_HEADS.formatted(s))
-			.replace("{scanned_group}", SCANNED_GROUP)
+			.replace("{scanned_group}", "WHEN " + SCANNED_GROUP.replace("{row}", "w") + " THEN false\n\t\t\t\t                ")
 			.replace("{taken_heads}", TAKEN_HEADS.replace("{held_by_the_dead}", HELD_BY_THE_DEAD)
 				.replace("{written_since_snapshot}", WRITTEN_SINCE_SNAPSHOT.replace("w.", "m."))
 				.formatted(s))

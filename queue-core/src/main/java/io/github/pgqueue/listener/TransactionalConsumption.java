@@ -1,5 +1,6 @@
 package io.github.pgqueue.listener;
 
+import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -434,8 +435,9 @@ final class TransactionalConsumption implements Consumption {
 				ps.setString(++i, queue);
 			}
 			ps.setString(++i, queue);
-			if (this.filter != null) {
-				ps.setArray(++i, connection.createArrayOf("text", this.filter.documents()));
+			Array documents = (this.filter != null) ? connection.createArrayOf("text", this.filter.documents()) : null;
+			if (documents != null) {
+				ps.setArray(++i, documents);
 			}
 			if (cursor != null) {
 				ps.setLong(++i, cursor.visibleAtMicros());
@@ -443,8 +445,8 @@ final class TransactionalConsumption implements Consumption {
 			}
 			ps.setInt(++i, this.namespace);
 			if (scanHeads) {
-				if (this.filter != null) {
-					ps.setArray(++i, connection.createArrayOf("text", this.filter.documents()));
+				if (documents != null) {
+					ps.setArray(++i, documents);
 				}
 				ps.setInt(++i, this.namespace);
 			}
@@ -484,14 +486,10 @@ final class TransactionalConsumption implements Consumption {
 		batch.claimed = batch.messages.size();
 		if (batch.claimed == this.batchSize) {
 			this.scarce.remove(queue);
-		}
-		else if (batch.windowEnd != null) {
-			this.scarce.add(queue);
-		}
-		if (batch.claimed == this.batchSize) {
 			this.cursors.put(queue, last.since((cursor != null) ? cursor.headClaimedAt() : System.nanoTime()));
 		}
 		else if (batch.windowEnd != null) {
+			this.scarce.add(queue);
 			// Not due for the head while windows end full of rows it cannot take: claims from the
 			// head would walk the same rows again and never reach the rest.
 			this.cursors.put(queue, batch.windowEnd.since(System.nanoTime()));

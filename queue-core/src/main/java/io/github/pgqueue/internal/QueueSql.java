@@ -46,6 +46,14 @@ public final class QueueSql {
 	public static final int CLAIM_WINDOW = 1000;
 
 	/**
+	 * How many FIFO groups with messages a queue has at least when its heads are not scarce: a
+	 * transactional claim that found heads through the group index and saw this many groups goes
+	 * back to walking the claim index. The scan costs an index descent per group, and where
+	 * consumers take heads fast its snapshot's heads are mostly taken by the time it tries them.
+	 */
+	public static final int SCARCE_GROUPS = CLAIM_WINDOW / 2;
+
+	/**
 	 * The loose index scan over the priorities of a queue (1 queue, 2 queue), lowest first: a CTE
 	 * of the claims, which walk each priority's visible messages in turn.
 	 */
@@ -93,12 +101,15 @@ public final class QueueSql {
 	 * head: no older message of its group is in the queue. The test looks for the group's next older
 	 * message backwards from the row (as the transactional walk's): for a row behind its head that
 	 * is the entry just before it; a forward search would step over every acked, not yet vacuumed
-	 * entry of the group first.
+	 * entry of the group first. It looks no lower than the row's previous_id, the group's newest
+	 * message when the row was inserted: a head does not step over those entries either (see
+	 * V15__previous_in_group.sql).
 	 */
 	private static final String GROUP_HEAD = """
 			               AND (m.group_key IS NULL OR (
 			                    SELECT o.id FROM %1$s.message o
 			                     WHERE o.queue = m.queue AND o.group_key = m.group_key AND o.id < m.id
+			                       AND o.id >= COALESCE(m.previous_id, 0)
 			                     ORDER BY o.id DESC LIMIT 1) IS NULL)
 			""";
 
@@ -211,7 +222,8 @@ public final class QueueSql {
 	 * rows: 1 queue, 2 whether it may take messages of dead holders, the filter, the cursor.
 	 */
 	private static final String SESSION_CANDIDATES = """
-			SELECT m.id, m.queue, m.group_key, {held_open} AS suspect, m.xmin AS seen, m.priority, m.visible_at
+			SELECT m.id, m.queue, m.group_key, m.previous_id, {held_open} AS suspect, m.xmin AS seen, m.priority,
+			       m.visible_at
 			  FROM %1$s.message m
 			 WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
 			   AND (? OR NOT {held_by_the_dead})
@@ -256,6 +268,7 @@ public final class QueueSql {
 			     WHERE CASE WHEN {scanned_group} THEN false
 			                WHEN c.group_key IS NOT NULL AND (SELECT o.id FROM %1$s.message o
 			                       WHERE o.queue = c.queue AND o.group_key = c.group_key AND o.id < c.id
+			                         AND o.id >= COALESCE(c.previous_id, 0)
 			                       ORDER BY o.id DESC LIMIT 1) IS NOT NULL THEN false
 			                ELSE pg_try_advisory_lock(?, c.id::bit(32)::int4) END
 			     LIMIT {batch}
@@ -796,7 +809,7 @@ public final class QueueSql {
 		this.redrive = """
 				WITH moved AS (
 				    UPDATE %1$s.message m
-				       SET queue = ?, attempts = 0, visible_at = now(), claim_open = false,
+				       SET queue = ?, attempts = 0, visible_at = now(), claim_open = false, previous_id = NULL,
 				           headers = m.headers - 'pgqueue-dead-lettered-from' - 'pgqueue-dead-lettered-attempts'
 				      FROM (SELECT c.id
 				              FROM (SELECT d.id FROM %1$s.message d
@@ -859,8 +872,11 @@ public final class QueueSql {
 		// its group's head (an older message of the group is in the queue) is skipped before its key
 		// too, so no key is taken of a row the claim cannot deliver. The head test looks for the
 		// group's next older message backwards from the row: for a row behind its head that is the
-		// message just before it, one index entry away; only heads walk back over their group's
-		// acked, not yet vacuumed entries.
+		// message just before it, one index entry away; a head's test stops at the row's previous_id,
+		// the group's newest message when the row was inserted (V15__previous_in_group.sql), rather
+		// than walking back over every acked entry of its group that is not yet vacuumed or killed:
+		// with asynchronous commit those stay until the WAL writer flushes, and stepping over them
+		// (a heap fetch each, six to nine per head at 4 x 100) was half of a grouped claim's time.
 		//
 		// The window is a number of rows walked, not of rows that pass the tests (as in the session
 		// claim): a head test on every row walked made a claim that could not fill its batch (groups
@@ -875,7 +891,8 @@ public final class QueueSql {
 		// priority beyond its window wait while an earlier priority's window ends full of such rows.)
 		// Where windows keep ending so, the poller's claims find the groups' heads through the group
 		// index instead, and their walks skip those groups' rows untested: see
-		// transactionalClaim(int, boolean, boolean, boolean).
+		// transactionalClaim(int, boolean, boolean, boolean); until one such claim sees SCARCE_GROUPS
+		// groups or more.
 		//
 		// A candidate is a suspect when the last transaction that locked it aborted (its consumer
 		// died, its connection broke, its transaction timed out): that attempt was never written.
@@ -898,7 +915,8 @@ public final class QueueSql {
 		//
 		// Nothing is written: the attempt shown to the handler is attempts + 1, and it is stored only
 		// if the attempt fails (or by the suspect claim, if the consumer dies). Output as the session
-		// claim's, with column 2 true for a suspect (id only) and for the window's last row (above),
+		// claim's, with column 2 true for a suspect (id only) and for the window's last row (above;
+		// its column 8 is how many groups a claim that scanned the group index saw, see SCARCE_GROUPS),
 		// and the next-due row when no candidate.
 		this.transactionalClaim = ("""
 				{priorities}{scanned_heads}walked AS MATERIALIZED (
@@ -907,8 +925,8 @@ public final class QueueSql {
 				                 OR CASE WHEN w.xmax = '0'::xid THEN false ELSE %1$s.locker_aborted(w.xmax) END) AS suspect
 				      FROM priorities p
 				     CROSS JOIN LATERAL (
-				            SELECT m.id, m.queue, m.priority, m.visible_at, m.xmax, m.group_key, m.claim_open,
-				                   m.claimed_at, row_number() OVER (ORDER BY m.visible_at, m.id) AS n
+				            SELECT m.id, m.queue, m.priority, m.visible_at, m.xmax, m.group_key, m.previous_id,
+				                   m.claim_open, m.claimed_at, row_number() OVER (ORDER BY m.visible_at, m.id) AS n
 				              FROM %1$s.message m
 				             WHERE m.queue = ? AND m.priority = p.priority AND m.visible_at <= now()
 				{filter}{after}             ORDER BY m.visible_at, m.id
@@ -918,6 +936,7 @@ public final class QueueSql {
 				                {scanned_group}WHEN w.group_key IS NOT NULL AND (
 				                     SELECT o.id FROM %1$s.message o
 				                      WHERE o.queue = w.queue AND o.group_key = w.group_key AND o.id < w.id
+				                        AND o.id >= COALESCE(w.previous_id, 0)
 				                      ORDER BY o.id DESC LIMIT 1) IS NOT NULL THEN false
 				                ELSE pg_try_advisory_xact_lock(?, w.id::bit(32)::int4) END
 				     LIMIT {batch}
@@ -944,7 +963,7 @@ public final class QueueSql {
 				SELECT id, true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 				  FROM judged WHERE suspect
 				UNION ALL
-				(SELECT e.id, true, NULL, NULL, e.priority, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+				(SELECT e.id, true, NULL, NULL, e.priority, NULL, NULL, {scanned_groups}, NULL, NULL, NULL, NULL, NULL, NULL,
 				        (extract(epoch FROM e.visible_at) * 1000000)::bigint
 				   FROM walked e
 				  WHERE NOT e.taken
@@ -1281,7 +1300,8 @@ public final class QueueSql {
 			.replace("{scanned_group}", "")
 			.replace("{taken_heads}", "")
 			.replace("{candidates}", "walked WHERE taken")
-			.replace("{judged_from}", "walked l WHERE l.taken");
+			.replace("{judged_from}", "walked l WHERE l.taken")
+			.replace("{scanned_groups}", "NULL::int");
 	}
 
 	private String scanningHeads(String claim) {
@@ -1292,7 +1312,8 @@ public final class QueueSql {
 				.replace("{written_since_snapshot}", WRITTEN_SINCE_SNAPSHOT.replace("w.", "m."))
 				.formatted(s))
 			.replace("{candidates}", "candidates")
-			.replace("{judged_from}", "candidates l");
+			.replace("{judged_from}", "candidates l")
+			.replace("{scanned_groups}", "(SELECT count(*) FROM scanned)::int");
 	}
 
 	public String transactionalAck() {

@@ -135,6 +135,11 @@ final class TransactionalConsumption implements Consumption {
 	 * ({@link QueueSql#transactionalClaim(int, boolean, boolean, boolean)}). A walk tests every row
 	 * it passes; where a few groups hold the backlog, their heads are the only rows it can take,
 	 * and the rest of the backlog is their later messages, which it would walk window by window.
+	 * A queue leaves this set when such a claim fills its batch, or sees
+	 * {@link QueueSql#SCARCE_GROUPS} groups or more: with 1 000 groups and four consumers, windows
+	 * end now and then as heads are taken under a walk, and scanning claims that stayed on took
+	 * 15 ms each and came back with a few of the heads their snapshot showed, the others taken by
+	 * then.
 	 */
 	private final Set<String> scarce = new HashSet<>();
 
@@ -469,6 +474,8 @@ final class TransactionalConsumption implements Consumption {
 						}
 						else {
 							batch.windowEnd = ClaimCursor.of(rs);
+							int groups = rs.getInt(8);
+							batch.groupsScanned = rs.wasNull() ? -1 : groups;
 						}
 					}
 					else {
@@ -489,7 +496,14 @@ final class TransactionalConsumption implements Consumption {
 			this.cursors.put(queue, last.since((cursor != null) ? cursor.headClaimedAt() : System.nanoTime()));
 		}
 		else if (batch.windowEnd != null) {
-			this.scarce.add(queue);
+			// A claim that found heads through the group index and saw many groups goes back to
+			// walking: where heads are that many, a walk meets enough of them.
+			if (batch.groupsScanned >= QueueSql.SCARCE_GROUPS) {
+				this.scarce.remove(queue);
+			}
+			else {
+				this.scarce.add(queue);
+			}
 			// Not due for the head while windows end full of rows it cannot take: claims from the
 			// head would walk the same rows again and never reach the rest.
 			this.cursors.put(queue, batch.windowEnd.since(System.nanoTime()));
@@ -675,6 +689,9 @@ final class TransactionalConsumption implements Consumption {
 
 		/** The last row of the claim's window when it walked all of it and came back short; else null. */
 		ClaimCursor windowEnd;
+
+		/** How many FIFO groups a claim that found heads through the group index saw; else -1. */
+		int groupsScanned = -1;
 
 		Duration nextVisibleIn;
 

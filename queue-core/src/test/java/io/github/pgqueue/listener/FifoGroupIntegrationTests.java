@@ -1,5 +1,9 @@
 package io.github.pgqueue.listener;
 
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -356,6 +360,82 @@ class FifoGroupIntegrationTests {
 		}
 		assertThat(this.jdbc.queryForObject("SELECT headers->>'pgqueue-group' FROM pgqueue.message "
 				+ "WHERE queue = 'sql-group.dlq'", String.class)).isEqualTo("g");
+	}
+
+	/**
+	 * A send whose transaction's snapshot predates the group's newest message records an older
+	 * message as its previous one: the head test must still find the newer one in between, or the
+	 * later message would overtake it once the older one is acked.
+	 */
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void aSendThatDidNotSeeTheGroupsNewestMessageStillWaitsForIt(ConsumptionMode mode) throws Exception {
+		String queue = "unseen-" + mode.name().toLowerCase(Locale.ROOT);
+		SendOptions group = SendOptions.builder().group("g").build();
+		long first = this.template.send(queue, 0, group);
+		long second;
+		long third;
+		try (Connection sender = this.app.getConnection()) {
+			sender.setAutoCommit(false);
+			sender.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+			try (Statement statement = sender.createStatement()) {
+				statement.executeQuery("SELECT 1").close(); // takes the transaction's snapshot
+			}
+			second = this.template.send(queue, 1, group);
+			try (PreparedStatement insert = sender.prepareStatement(
+					"INSERT INTO pgqueue.message (queue, payload, group_key) VALUES (?, '2', 'g') RETURNING id")) {
+				insert.setString(1, queue);
+				try (ResultSet rs = insert.executeQuery()) {
+					rs.next();
+					third = rs.getLong(1);
+				}
+			}
+			sender.commit();
+			assertThat(second).isBetween(first, third);
+		}
+		assertThat(this.jdbc.queryForObject("SELECT previous_id FROM pgqueue.message WHERE id = ?", Long.class, third))
+			.as("the third send's snapshot did not show the second").isEqualTo(first);
+		try (ConsumerSession session = this.template.openSession()) {
+			session.ack(List.of(session.claim(queue, 10).messages().get(0).id()));
+		}
+		assertThat(claimedIds(mode, queue)).as("only the second is its group's head").containsExactly(second);
+		assertThat(count(queue)).isEqualTo(2);
+	}
+
+	/** The ids a claim of 10 takes from {@code queue} in {@code mode}, giving them back at once. */
+	private List<Long> claimedIds(ConsumptionMode mode, String queue) throws Exception {
+		if (mode == ConsumptionMode.SESSION) {
+			try (ConsumerSession session = this.template.openSession()) {
+				List<Long> ids = session.claim(queue, 10).messages().stream().map(ClaimedMessage::id).toList();
+				session.release(ids, false);
+				return ids;
+			}
+		}
+		try (Connection connection = this.app.getConnection()) {
+			connection.setAutoCommit(false);
+			List<Long> ids = new ArrayList<>();
+			try (PreparedStatement claim = connection.prepareStatement(this.template.sql().transactionalClaim(10))) {
+				int i = 0;
+				for (String parameter : new String[] { queue, queue, queue, queue }) {
+					claim.setString(++i, parameter);
+				}
+				claim.setInt(++i, this.template.lockNamespace());
+				claim.setString(++i, queue);
+				claim.setInt(++i, this.template.maxPayloadBytes());
+				claim.setString(++i, queue);
+				try (ResultSet rs = claim.executeQuery()) {
+					while (rs.next()) {
+						if (rs.getObject(1) != null && !rs.getBoolean(2)) {
+							ids.add(rs.getLong(1));
+						}
+					}
+				}
+			}
+			finally {
+				connection.rollback();
+			}
+			return ids;
+		}
 	}
 
 	private long count(String queue) {

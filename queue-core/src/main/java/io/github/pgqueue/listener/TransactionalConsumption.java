@@ -143,15 +143,6 @@ final class TransactionalConsumption implements Consumption {
 	 */
 	private final Set<String> scarce = new HashSet<>();
 
-	/**
-	 * Per queue, when a claim of this poller that found heads through the group index last saw
-	 * {@link QueueSql#SCARCE_GROUPS} groups or more (System.nanoTime).
-	 */
-	private final Map<String, Long> manyGroupsSeen = new HashMap<>();
-
-	/** How long a scan that saw many groups keeps the poller from scanning again. */
-	static final long MANY_GROUPS_MEMORY_NANOS = 10_000_000_000L;
-
 	TransactionalConsumption(Dispatcher dispatcher, QueueTemplate template, PlatformTransactionManager transactionManager,
 			Supplier<ConsumerSession> sessions, ListenerMetrics metrics, QueueListenerEndpoint endpoint,
 			BooleanSupplier running) {
@@ -506,18 +497,12 @@ final class TransactionalConsumption implements Consumption {
 		}
 		else if (batch.windowEnd != null) {
 			// A claim that found heads through the group index and saw many groups goes back to
-			// walking: where heads are that many, a walk meets enough of them, and its windows end
-			// only now and then, when consumers took the heads under it; for a while after such a
-			// claim, those do not send the poller back to scanning.
-			long now = System.nanoTime();
+			// walking: where heads are that many, a walk meets enough of them.
 			if (batch.groupsScanned >= QueueSql.SCARCE_GROUPS) {
 				this.scarce.remove(queue);
-				this.manyGroupsSeen.put(queue, now);
 			}
-			else if (batch.groupsScanned >= 0 || !this.manyGroupsSeen.containsKey(queue)
-					|| now - this.manyGroupsSeen.get(queue) >= MANY_GROUPS_MEMORY_NANOS) {
+			else {
 				this.scarce.add(queue);
-				this.manyGroupsSeen.remove(queue);
 			}
 			// Not due for the head while windows end full of rows it cannot take: claims from the
 			// head would walk the same rows again and never reach the rest.

@@ -97,6 +97,20 @@ public final class QueueSql {
 			""";
 
 	/**
+	 * The head test of row {@code row} of a FIFO group (no parameter; formatted with the schema):
+	 * its group's next older message in the queue, null if there is none (the row is its group's
+	 * head). It looks backwards from the row through the group index, no lower than the row's
+	 * previous_id (see V15__previous_in_group.sql).
+	 */
+	private static String olderInGroup(String row) {
+		return """
+				(SELECT o.id FROM %1$s.message o
+				  WHERE o.queue = {row}.queue AND o.group_key = {row}.group_key AND o.id < {row}.id
+				    AND o.id >= COALESCE({row}.previous_id, 0)
+				  ORDER BY o.id DESC LIMIT 1)""".replace("{row}", row);
+	}
+
+	/**
 	 * The condition of a claim's candidate m (no parameter): outside any FIFO group, or its group's
 	 * head: no older message of its group is in the queue. The test looks for the group's next older
 	 * message backwards from the row (as the transactional walk's): for a row behind its head that
@@ -105,13 +119,7 @@ public final class QueueSql {
 	 * message when the row was inserted: a head does not step over those entries either (see
 	 * V15__previous_in_group.sql).
 	 */
-	private static final String GROUP_HEAD = """
-			               AND (m.group_key IS NULL OR (
-			                    SELECT o.id FROM %1$s.message o
-			                     WHERE o.queue = m.queue AND o.group_key = m.group_key AND o.id < m.id
-			                       AND o.id >= COALESCE(m.previous_id, 0)
-			                     ORDER BY o.id DESC LIMIT 1) IS NULL)
-			""";
+	private static final String GROUP_HEAD = "               AND (m.group_key IS NULL OR " + olderInGroup("m") + " IS NULL)\n";
 
 	/**
 	 * How many times its window of candidates a session claim walks at most: it counts the rows
@@ -266,10 +274,7 @@ public final class QueueSql {
 			     CROSS JOIN LATERAL (""" + SESSION_CANDIDATES.replace("{limit}", "{window}") + ") c" + """
 
 			     WHERE CASE WHEN {scanned_group} THEN false
-			                WHEN c.group_key IS NOT NULL AND (SELECT o.id FROM %1$s.message o
-			                       WHERE o.queue = c.queue AND o.group_key = c.group_key AND o.id < c.id
-			                         AND o.id >= COALESCE(c.previous_id, 0)
-			                       ORDER BY o.id DESC LIMIT 1) IS NOT NULL THEN false
+			                WHEN c.group_key IS NOT NULL AND""" + " " + olderInGroup("c") + " IS NOT NULL THEN false\n" + """
 			                ELSE pg_try_advisory_lock(?, c.id::bit(32)::int4) END
 			     LIMIT {batch}
 			),
@@ -933,11 +938,7 @@ public final class QueueSql {
 				             LIMIT {window}) w
 				     WHERE CASE WHEN w.n = {window} THEN true
 				                WHEN {written_since_snapshot} THEN false
-				                {scanned_group}WHEN w.group_key IS NOT NULL AND (
-				                     SELECT o.id FROM %1$s.message o
-				                      WHERE o.queue = w.queue AND o.group_key = w.group_key AND o.id < w.id
-				                        AND o.id >= COALESCE(w.previous_id, 0)
-				                      ORDER BY o.id DESC LIMIT 1) IS NOT NULL THEN false
+				                {scanned_group}WHEN w.group_key IS NOT NULL AND {older_in_group} IS NOT NULL THEN false
 				                ELSE pg_try_advisory_xact_lock(?, w.id::bit(32)::int4) END
 				     LIMIT {batch}
 				),
@@ -969,6 +970,7 @@ public final class QueueSql {
 				  WHERE NOT e.taken
 				  ORDER BY e.priority LIMIT 1)
 				""" + NEXT_DUE.formatted("", "{candidates}"))
+			.replace("{older_in_group}", olderInGroup("w"))
 			.replace("{held_by_the_dead_w}", HELD_BY_THE_DEAD.replace("m.", "w."))
 			.replace("{listed}", IS_LISTED)
 			.replace("{written_since_snapshot}", WRITTEN_SINCE_SNAPSHOT)

@@ -38,8 +38,10 @@
     options = options || {};
     var headers = { 'Accept': 'application/json' };
     if (options.body !== undefined) { headers['Content-Type'] = 'application/json'; }
-    if (options.method && options.method !== 'GET' && session.csrf && session.csrf.headerName) {
-      headers[session.csrf.headerName] = session.csrf.token;
+    if (options.method && options.method !== 'GET') {
+      // Writes need this header and a JSON body: neither can be sent by a form on another site.
+      headers['X-PgQueue-Request'] = 'dashboard';
+      if (session.csrf && session.csrf.headerName) { headers[session.csrf.headerName] = session.csrf.token; }
     }
     return fetch('api/' + path, {
       method: options.method || 'GET',

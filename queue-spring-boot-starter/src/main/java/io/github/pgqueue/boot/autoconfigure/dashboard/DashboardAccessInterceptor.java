@@ -8,16 +8,26 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import org.springframework.http.HttpMethod;
+import org.springframework.http.InvalidMediaTypeException;
+import org.springframework.http.MediaType;
 import org.springframework.web.servlet.HandlerInterceptor;
 
 /**
  * Guards every request under the dashboard's path. With Spring Security present the user must be
- * authenticated and have the configured role, and a write must have passed Spring Security's CSRF
- * check (a write arriving where the application turned CSRF protection off is refused, not
- * trusted). Without Spring Security anyone who reaches the path is let in. In read-only mode
- * every write is refused.
+ * authenticated and have the configured role. A write must carry what a page of another site
+ * cannot make a browser send: the {@value #REQUEST_HEADER} header and a JSON body; with Spring
+ * Security it must also carry the user's CSRF token, checked here even where the application
+ * excluded the path from CSRF protection, and refused where the application turned CSRF protection
+ * off. Without Spring Security anyone who reaches the path is let in. In read-only mode every write
+ * is refused.
  */
 final class DashboardAccessInterceptor implements HandlerInterceptor {
+
+	/**
+	 * The header the dashboard's script sends with every write. A cross-site form cannot send a
+	 * header, and a script of another origin can only after a CORS preflight the application allows.
+	 */
+	static final String REQUEST_HEADER = "X-PgQueue-Request";
 
 	private static final Logger logger = LoggerFactory.getLogger(DashboardAccessInterceptor.class);
 
@@ -52,11 +62,30 @@ final class DashboardAccessInterceptor implements HandlerInterceptor {
 				return refuse(response, HttpServletResponse.SC_FORBIDDEN,
 						"The pgqueue dashboard is read-only (pgqueue.dashboard.read-only=false allows changes)");
 			}
-			if (this.security && !CsrfTokens.checked(request)) {
+			String header = request.getHeader(REQUEST_HEADER);
+			if (header == null || header.isBlank()) {
+				logger.warn("pgqueue dashboard: refused {} {}: no {} header (not sent by the dashboard's page)",
+						request.getMethod(), request.getRequestURI(), REQUEST_HEADER);
+				return refuse(response, HttpServletResponse.SC_FORBIDDEN,
+						"A pgqueue dashboard change needs the " + REQUEST_HEADER + " header, which its page sends");
+			}
+			// 415, not 403: the sender is the dashboard's kind of client, and the body is in a format the
+			// API does not take (a cross-site form can only send form or text bodies).
+			if (!isJson(request.getContentType())) {
+				return refuse(response, HttpServletResponse.SC_UNSUPPORTED_MEDIA_TYPE,
+						"A pgqueue dashboard change needs a JSON body (Content-Type: application/json)");
+			}
+			if (this.security && !CsrfTokens.filtered(request)) {
 				logger.warn("pgqueue dashboard: refused {} {}: Spring Security's CSRF protection is off for this path",
 						request.getMethod(), request.getRequestURI());
 				return refuse(response, HttpServletResponse.SC_FORBIDDEN,
 						"CSRF protection is off for the pgqueue dashboard; its changes need it on");
+			}
+			if (this.security && !CsrfTokens.verified(request)) {
+				logger.warn("pgqueue dashboard: refused {} {}: no valid CSRF token", request.getMethod(),
+						request.getRequestURI());
+				return refuse(response, HttpServletResponse.SC_FORBIDDEN,
+						"A pgqueue dashboard change needs the CSRF token its page reads from api/session");
 			}
 		}
 		return true;
@@ -65,6 +94,19 @@ final class DashboardAccessInterceptor implements HandlerInterceptor {
 	static boolean isWrite(HttpServletRequest request) {
 		HttpMethod method = HttpMethod.valueOf(request.getMethod());
 		return !(HttpMethod.GET.equals(method) || HttpMethod.HEAD.equals(method) || HttpMethod.OPTIONS.equals(method));
+	}
+
+	private static boolean isJson(String contentType) {
+		if (contentType == null) {
+			return false;
+		}
+		try {
+			return MediaType.APPLICATION_JSON.equalsTypeAndSubtype(MediaType.parseMediaType(contentType));
+		}
+		catch (InvalidMediaTypeException ex) {
+			// a Content-Type that does not parse is not application/json: refused as any other
+			return false;
+		}
 	}
 
 	private static boolean refuse(HttpServletResponse response, int status, String message) throws IOException {

@@ -19,6 +19,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplicat
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.context.properties.source.InvalidConfigurationPropertyValueException;
 import org.springframework.context.annotation.Bean;
+import org.springframework.core.io.ResourceLoader;
 import org.springframework.util.ClassUtils;
 import org.springframework.web.servlet.DispatcherServlet;
 import org.springframework.web.servlet.config.annotation.InterceptorRegistry;
@@ -52,9 +53,10 @@ public final class PgQueueDashboardAutoConfiguration {
 
 	@Bean
 	DashboardController pgQueueDashboardController(QueueTemplate template, ProcessedRates rates,
-			ObjectProvider<QueueListenerEndpointRegistry> registry, PgQueueDashboardProperties properties) {
+			ObjectProvider<QueueListenerEndpointRegistry> registry, PgQueueDashboardProperties properties,
+			ResourceLoader resourceLoader) {
 		String path = checkedPath(properties);
-		boolean security = ClassUtils.isPresent(SECURITY_CLASS, PgQueueDashboardAutoConfiguration.class.getClassLoader());
+		boolean security = security(resourceLoader);
 		logger.info("pgqueue dashboard at {}/ ({}{})", path, properties.isReadOnly() ? "read-only" : "read-write",
 				security ? ", role " + properties.getRole() + " required" : ", no Spring Security: open to anyone "
 						+ "who reaches the path");
@@ -63,9 +65,10 @@ public final class PgQueueDashboardAutoConfiguration {
 	}
 
 	@Bean
-	WebMvcConfigurer pgQueueDashboardWebMvcConfigurer(PgQueueDashboardProperties properties) {
+	WebMvcConfigurer pgQueueDashboardWebMvcConfigurer(PgQueueDashboardProperties properties,
+			ResourceLoader resourceLoader) {
 		String path = checkedPath(properties);
-		boolean security = ClassUtils.isPresent(SECURITY_CLASS, PgQueueDashboardAutoConfiguration.class.getClassLoader());
+		boolean security = security(resourceLoader);
 		DashboardAccessInterceptor access = new DashboardAccessInterceptor(properties.isReadOnly(),
 				properties.getRole(), security);
 		return new WebMvcConfigurer() {
@@ -82,6 +85,11 @@ public final class PgQueueDashboardAutoConfiguration {
 			}
 
 		};
+	}
+
+	/** Whether Spring Security is on the application's class path (the context's class loader, as conditions see it). */
+	private static boolean security(ResourceLoader resourceLoader) {
+		return ClassUtils.isPresent(SECURITY_CLASS, resourceLoader.getClassLoader());
 	}
 
 	private static String checkedPath(PgQueueDashboardProperties properties) {

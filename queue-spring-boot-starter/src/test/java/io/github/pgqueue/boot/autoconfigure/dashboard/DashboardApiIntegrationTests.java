@@ -65,7 +65,9 @@ class DashboardApiIntegrationTests {
 				.andExpect(jsonPath("$.deadLetters[0].lastError", containsString("broken on purpose")));
 			mvc.perform(get("/pgqueue/api/dead-letters").with(this.admin)).andExpect(jsonPath("$.deadLetters", hasSize(4)));
 
-			mvc.perform(post("/pgqueue/api/dead-letters/redrive").with(this.admin).with(csrf())
+			mvc.perform(post("/pgqueue/api/dead-letters/redrive").with(this.admin)
+				.with(csrf())
+				.with(DashboardWrites.fromThePage())
 				.contentType(MediaType.APPLICATION_JSON)
 				.content("{\"ids\":[" + dead.get(0) + "," + dead.get(1) + "," + otherDead + "]}"))
 				.andExpect(status().isOk())
@@ -77,13 +79,16 @@ class DashboardApiIntegrationTests {
 			mvc.perform(post("/pgqueue/api/dead-letters/delete").param("queue", "api.dlq")
 				.param("id", String.valueOf(dead.get(2)))
 				.with(this.admin)
-				.with(csrf())).andExpect(jsonPath("$.result").value("REMOVED"));
+				.with(csrf())
+				.with(DashboardWrites.fromThePage())).andExpect(jsonPath("$.result").value("REMOVED"));
 			assertThat(queues.stats("api").deadLettered()).isZero();
 
 			// Two new messages; the two redriven ones, oldest, are received and dead-lettered again.
 			deadLetters(queues, "api", 2);
 			assertThat(queues.stats("api").deadLettered()).isEqualTo(2);
-			mvc.perform(post("/pgqueue/api/dead-letters/redrive").with(this.admin).with(csrf())
+			mvc.perform(post("/pgqueue/api/dead-letters/redrive").with(this.admin)
+				.with(csrf())
+				.with(DashboardWrites.fromThePage())
 				.contentType(MediaType.APPLICATION_JSON)
 				.content("{\"origin\":\"api\"}")).andExpect(jsonPath("$.moved").value(2));
 			assertThat(queues.stats("api").ready()).isEqualTo(4);
@@ -100,7 +105,10 @@ class DashboardApiIntegrationTests {
 				.andExpect(jsonPath("$.messages[0].attempts").value(0));
 			mvc.perform(get("/pgqueue/api/queue").param("name", "not a queue").with(this.admin))
 				.andExpect(status().isBadRequest());
-			mvc.perform(post("/pgqueue/api/listeners/pause").param("id", "nobody").with(this.admin).with(csrf()))
+			mvc.perform(post("/pgqueue/api/listeners/pause").param("id", "nobody")
+				.with(this.admin)
+				.with(csrf())
+				.with(DashboardWrites.fromThePage()))
 				.andExpect(status().isBadRequest())
 				.andExpect(jsonPath("$.error").value("No listener with id 'nobody'"));
 		});
@@ -110,7 +118,10 @@ class DashboardApiIntegrationTests {
 	void aListenerStartTheRegistryRefusesIsAConflictThatSaysWhy() {
 		this.runner.withUserConfiguration(LaterListener.class).run((context) -> {
 			MockMvc mvc = MockMvcBuilders.webAppContextSetup(context).apply(springSecurity()).build();
-			mvc.perform(post("/pgqueue/api/listeners/start").param("id", "later").with(this.admin).with(csrf()))
+			mvc.perform(post("/pgqueue/api/listeners/start").param("id", "later")
+				.with(this.admin)
+				.with(csrf())
+				.with(DashboardWrites.fromThePage()))
 				.andExpect(status().isConflict())
 				.andExpect(jsonPath("$.error", containsString("queue 'later', which does not exist")));
 		});

@@ -1,5 +1,6 @@
 package io.github.pgqueue.boot.autoconfigure.dashboard;
 
+import com.jayway.jsonpath.JsonPath;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.boot.autoconfigure.PgQueueAutoConfiguration;
 import io.github.pgqueue.testing.EmbeddedPostgres;
@@ -14,6 +15,8 @@ import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.http.MediaType;
+import org.springframework.mock.web.MockHttpSession;
 import org.springframework.security.config.Customizer;
 import org.springframework.security.config.annotation.web.builders.HttpSecurity;
 import org.springframework.security.config.annotation.web.configuration.EnableWebSecurity;
@@ -67,10 +70,12 @@ class DashboardSecurityIntegrationTests {
 				.andExpect(jsonPath("$.csrf.token").isNotEmpty());
 
 			mvc.perform(post("/pgqueue/api/queue/cancel").param("name", "secured").param("id", String.valueOf(id))
-				.with(user("alice").roles("PGQUEUE_ADMIN"))).andExpect(status().isForbidden());
+				.with(user("alice").roles("PGQUEUE_ADMIN"))
+				.with(DashboardWrites.fromThePage())).andExpect(status().isForbidden());
 			assertThat(context.getBean(QueueTemplate.class).stats("secured").ready()).isOne();
 			mvc.perform(post("/pgqueue/api/queue/cancel").param("name", "secured").param("id", String.valueOf(id))
 				.with(user("alice").roles("PGQUEUE_ADMIN"))
+				.with(DashboardWrites.fromThePage())
 				.with(csrf().asHeader())).andExpect(status().isOk()).andExpect(jsonPath("$.result").value("REMOVED"));
 			assertThat(context.getBean(QueueTemplate.class).stats("secured").ready()).isZero();
 			assertThat(output).contains("pgqueue dashboard: alice cancelled message " + id + " of queue 'secured': REMOVED");
@@ -83,11 +88,59 @@ class DashboardSecurityIntegrationTests {
 			MockMvc mvc = mvc(context);
 			long id = context.getBean(QueueTemplate.class).send("secured", "y");
 			mvc.perform(post("/pgqueue/api/queue/cancel").param("name", "secured").param("id", String.valueOf(id))
-				.with(user("alice").roles("PGQUEUE_ADMIN")))
+				.with(user("alice").roles("PGQUEUE_ADMIN"))
+				.with(DashboardWrites.fromThePage()))
 				.andExpect(status().isForbidden())
 				.andExpect(content().string(org.hamcrest.Matchers.containsString("CSRF protection is off")));
 			assertThat(context.getBean(QueueTemplate.class).stats("secured").ready()).isOne();
 			mvc.perform(get("/pgqueue/api/queues").with(user("alice").roles("PGQUEUE_ADMIN"))).andExpect(status().isOk());
+		});
+	}
+
+	@Test
+	void writesNeedTheCsrfTokenWhereTheApplicationExcludedThePathFromCsrfProtection() {
+		this.runner.withUserConfiguration(CsrfIgnoredForDashboardApplication.class).run((context) -> {
+			MockMvc mvc = mvc(context);
+			QueueTemplate queues = context.getBean(QueueTemplate.class);
+			long id = queues.send("secured", "z");
+			mvc.perform(post("/pgqueue/api/queue/cancel").param("name", "secured").param("id", String.valueOf(id))
+				.with(user("alice").roles("PGQUEUE_ADMIN"))
+				.with(DashboardWrites.fromThePage()))
+				.andExpect(status().isForbidden())
+				.andExpect(jsonPath("$.error").value(org.hamcrest.Matchers.containsString("CSRF token")));
+			mvc.perform(post("/pgqueue/api/queue/cancel").param("name", "secured").param("id", String.valueOf(id))
+				.with(user("alice").roles("PGQUEUE_ADMIN"))
+				.with(DashboardWrites.fromThePage())
+				.header("X-CSRF-TOKEN", "forged"))
+				.andExpect(status().isForbidden());
+			assertThat(queues.stats("secured").ready()).isOne();
+
+			// As the page does it: the token from api/session, sent back in the header it names.
+			MockHttpSession session = new MockHttpSession();
+			String sessionJson = mvc.perform(get("/pgqueue/api/session").session(session)
+				.with(user("alice").roles("PGQUEUE_ADMIN"))).andExpect(status().isOk())
+				.andReturn().getResponse().getContentAsString();
+			String token = JsonPath.read(sessionJson, "$.csrf.token");
+			mvc.perform(post("/pgqueue/api/queue/cancel").param("name", "secured").param("id", String.valueOf(id))
+				.session(session)
+				.with(user("alice").roles("PGQUEUE_ADMIN"))
+				.with(DashboardWrites.fromThePage())
+				.header("X-CSRF-TOKEN", token)).andExpect(status().isOk()).andExpect(jsonPath("$.result").value("REMOVED"));
+			assertThat(queues.stats("secured").ready()).isZero();
+		});
+	}
+
+	@Test
+	void aSignedInFormPostWithTheCsrfTokenButWithoutTheDashboardHeaderIsRefused() {
+		this.runner.withUserConfiguration(SecuredApplication.class).run((context) -> {
+			MockMvc mvc = mvc(context);
+			QueueTemplate queues = context.getBean(QueueTemplate.class);
+			long id = queues.send("secured", "w");
+			mvc.perform(post("/pgqueue/api/queue/cancel").contentType(MediaType.APPLICATION_FORM_URLENCODED)
+				.content("name=secured&id=" + id)
+				.with(user("alice").roles("PGQUEUE_ADMIN"))
+				.with(csrf())).andExpect(status().isForbidden());
+			assertThat(queues.stats("secured").ready()).isOne();
 		});
 	}
 
@@ -104,6 +157,21 @@ class DashboardSecurityIntegrationTests {
 		SecurityFilterChain securityFilterChain(HttpSecurity http) throws Exception {
 			return http.authorizeHttpRequests((requests) -> requests.anyRequest().authenticated())
 				.httpBasic(Customizer.withDefaults())
+				.build();
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@EnableWebMvc
+	@EnableWebSecurity
+	static class CsrfIgnoredForDashboardApplication {
+
+		@Bean
+		SecurityFilterChain securityFilterChain(HttpSecurity http) throws Exception {
+			return http.authorizeHttpRequests((requests) -> requests.anyRequest().authenticated())
+				.httpBasic(Customizer.withDefaults())
+				.csrf((csrf) -> csrf.ignoringRequestMatchers("/pgqueue/**"))
 				.build();
 		}
 

@@ -58,8 +58,11 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * {@link ObservationRegistry}, with a {@link QueueSendObservationConvention} or
  * {@link QueueProcessObservationConvention} bean replacing the default conventions.
  */
+// After Boot's metrics auto-configuration (as Boot's own DataSource pool metrics are), so that the
+// MeterRegistry it defines is there when MetricsConfiguration's @ConditionalOnBean is evaluated.
 @AutoConfiguration(after = DataSourceAutoConfiguration.class,
-		afterName = "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration")
+		afterName = { "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
+				"org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration" })
 @ConditionalOnClass({ QueueTemplate.class, JdbcTemplate.class })
 @Conditional(PgQueueAutoConfiguration.PgQueueDataSourceCondition.class)
 @ConditionalOnBooleanProperty(name = "pgqueue.enabled", matchIfMissing = true)

@@ -1,0 +1,90 @@
+package io.github.pgqueue.boot.autoconfigure;
+
+import java.time.Duration;
+
+import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueDefinition;
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.PostgresExtension;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration;
+import org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration;
+import org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The queue gauges in an application whose registry comes from Boot's own metrics
+ * auto-configuration (as with Actuator), not from the test: the auto-configurations are ordered as
+ * in an application, so the registry is defined when pgqueue's configuration asks for it.
+ */
+@ExtendWith(PostgresExtension.class)
+class QueueGaugesWithBootMetricsTests {
+
+	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
+
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, PgQueueAutoConfiguration.class,
+				MetricsAutoConfiguration.class, SimpleMetricsExportAutoConfiguration.class,
+				CompositeMeterRegistryAutoConfiguration.class))
+		.withPropertyValues("spring.datasource.url=" + this.postgres.jdbcUrl(),
+				"spring.datasource.username=" + this.postgres.username(), "pgqueue.queues.gauged.max-attempts=3");
+
+	@Test
+	void theGaugesOfConfiguredQueuesAreInTheRegistryBootDefines() {
+		this.runner.run((context) -> {
+			assertThat(context).hasNotFailed().hasSingleBean(MeterRegistry.class);
+			MeterRegistry registry = context.getBean(MeterRegistry.class);
+			QueueTemplate template = context.getBean(QueueTemplate.class);
+			template.send("gauged", "one");
+			template.send("gauged", "two");
+
+			Gauge ready = registry.find("pgqueue.queue.depth").tags("queue", "gauged", "state", "ready").gauge();
+			assertThat(ready).as("pgqueue.queue.depth{queue=gauged,state=ready}").isNotNull();
+			assertThat(ready.value()).isEqualTo(2);
+			assertThat(registry.find("pgqueue.queue.depth").tags("queue", "gauged", "state", "scheduled").gauge())
+				.isNotNull();
+			assertThat(registry.find("pgqueue.queue.depth").tags("queue", "gauged", "state", "in_flight").gauge())
+				.isNotNull();
+			assertThat(registry.find("pgqueue.queue.depth").tags("queue", "gauged.dlq", "state", "ready").gauge())
+				.isNotNull();
+			assertThat(registry.find("pgqueue.queue.oldest.age").tags("queue", "gauged").gauge()).isNotNull();
+		});
+	}
+
+	@Test
+	void aQueueCreatedAtRuntimeGetsItsGaugesAndADroppedOneLosesThem() {
+		this.runner.run((context) -> {
+			MeterRegistry registry = context.getBean(MeterRegistry.class);
+			QueueAdmin admin = context.getBean(QueueAdmin.class);
+			admin.create(QueueDefinition.of("made-later"));
+			context.getBean(QueueTemplate.class).send("made-later", "first");
+
+			await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
+				Gauge ready = registry.find("pgqueue.queue.depth")
+					.tags("queue", "made-later", "state", "ready")
+					.gauge();
+				assertThat(ready).as("pgqueue.queue.depth{queue=made-later,state=ready}").isNotNull();
+				assertThat(ready.value()).isEqualTo(1);
+			});
+			assertThat(registry.find("pgqueue.queue.oldest.age").tags("queue", "made-later").gauge()).isNotNull();
+			assertThat(registry.find("pgqueue.queue.depth").tags("queue", "made-later.dlq").gauges()).hasSize(3);
+
+			admin.drop("made-later", true);
+			await().atMost(Duration.ofSeconds(20))
+				.untilAsserted(() -> assertThat(registry.find("pgqueue.queue.depth").tags("queue", "made-later").gauges())
+					.isEmpty());
+			assertThat(registry.find("pgqueue.queue.depth").tags("queue", "gauged").gauges()).hasSize(3);
+		});
+	}
+
+}

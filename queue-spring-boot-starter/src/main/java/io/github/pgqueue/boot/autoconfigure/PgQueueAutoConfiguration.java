@@ -261,7 +261,10 @@ public final class PgQueueAutoConfiguration {
 
 	}
 
-	/** The {@code pgqueue} actuator endpoint, when Actuator is present and the endpoint is available. */
+	/**
+	 * The {@code pgqueue} actuator endpoint, when Actuator is present and the endpoint is available,
+	 * with its web extension (a refused write answers 400 saying why).
+	 */
 	@Configuration(proxyBeanMethods = false)
 	@ConditionalOnClass(Endpoint.class)
 	static class EndpointConfiguration {
@@ -271,6 +274,13 @@ public final class PgQueueAutoConfiguration {
 		@ConditionalOnAvailableEndpoint
 		PgQueueEndpoint pgQueueEndpoint(QueueAdmin queueAdmin, QueueListenerEndpointRegistry registry) {
 			return new PgQueueEndpoint(queueAdmin, registry);
+		}
+
+		@Bean
+		@ConditionalOnMissingBean
+		@ConditionalOnAvailableEndpoint(endpoint = PgQueueEndpoint.class)
+		PgQueueEndpointWebExtension pgQueueEndpointWebExtension(PgQueueEndpoint endpoint) {
+			return new PgQueueEndpointWebExtension(endpoint);
 		}
 
 	}

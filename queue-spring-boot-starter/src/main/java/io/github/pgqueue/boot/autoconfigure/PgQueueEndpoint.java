@@ -81,8 +81,9 @@ public class PgQueueEndpoint {
 				case "pause" -> this.admin.pause(queue);
 				case "resume" -> this.admin.resume(queue);
 				case "redrive" -> result.put("redriven", this.admin.redrive(queue, (max != null) ? max : 1000));
-				default -> throw new InvalidEndpointRequestException("Unknown action '" + action + "' for queue '"
-						+ queue + "'; use pause, resume or redrive", "Unknown action; use pause, resume or redrive");
+				default -> throw new InvalidEndpointRequestException(((action != null) ? "Unknown action '" + action
+						+ "'" : "No action") + " for queue '" + queue + "'; use pause, resume or redrive",
+						"Unknown action; use pause, resume or redrive");
 			}
 		}
 		catch (IllegalArgumentException | IllegalStateException ex) {

@@ -167,6 +167,36 @@ class TransactionalRollbackIntegrationTests {
 		assertThat(effects()).doesNotContainKey(ids.get(0));
 	}
 
+	/**
+	 * A handler that acknowledges its message and then throws has its writes rolled back: its ack
+	 * cannot stand (the message would be deleted with no effect), so the throw fails the attempt.
+	 */
+	@Test
+	void aHandlerThatAcksThenThrowsFailsItsAttemptRatherThanDeletingItsMessageWithoutEffect() {
+		this.template.declare(QueueDefinition.of("ledger").withMaxAttempts(3)
+			.withBackoff(Duration.ofMillis(10), 1.0, Duration.ofMillis(10)));
+		List<Long> ids = this.template.sendBatch("ledger", List.of(1, 2, 3, 4));
+		Map<Integer, AtomicInteger> runs = new ConcurrentHashMap<>();
+		start(Duration.ofSeconds(5), new QueueListenerEndpoint("ledger", List.of("ledger"), 1, AckMode.MANUAL, true,
+				Integer.class, (message, ack) -> {
+					int n = (Integer) message.payload();
+					runs.computeIfAbsent(n, (k) -> new AtomicInteger()).incrementAndGet();
+					this.appJdbc.update("INSERT INTO tx_effect (message_id, attempt) VALUES (?, ?)", message.id(),
+							message.attempt());
+					ack.ack();
+					if (message.attempt() == 1 && (n == 1 || n == 3)) {
+						throw new IllegalStateException("message " + n + " fails after its ack");
+					}
+				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), ConsumptionMode.TRANSACTIONAL,
+				Duration.ofSeconds(30)));
+
+		await().atMost(Duration.ofSeconds(30)).until(() -> count("ledger") == 0);
+		assertThat(count("ledger.dlq")).isZero();
+		assertEveryEffectOnce(ids);
+		assertThat(this.jdbc.queryForList("SELECT attempt FROM tx_effect WHERE message_id IN (?, ?)", Integer.class,
+				ids.get(0), ids.get(2))).as("taken effect on their second attempt").containsExactly(2, 2);
+	}
+
 	/** A handler that writes its effect, then fails on the first run of the payloads in {@code failing}. */
 	private QueueMessageListener failingOnce(Set<Integer> failing, Map<Integer, AtomicInteger> runs) {
 		return (message, ack) -> {

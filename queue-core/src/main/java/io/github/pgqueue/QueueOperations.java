@@ -62,7 +62,8 @@ public interface QueueOperations {
 	/**
 	 * Claims message {@code id} of {@code queue}, holding it as {@link #receive(String, Class)}
 	 * does, if it is visible and free; empty if it is held by a consumer, delayed, not its FIFO
-	 * group's head, or gone (or was dead-lettered now, having used up its attempts).
+	 * group's head, in a paused queue, or gone (or was dead-lettered now, having used up its
+	 * attempts).
 	 * @throws PayloadConversionException if its payload cannot be read as {@code payloadType}; the
 	 * message is left as it was, for consumers that can read it
 	 */

@@ -103,6 +103,30 @@ class ReceiveByIdIntegrationTests {
 	}
 
 	@Test
+	void aPausedQueueGivesNoMessageByIdUntilResumed() {
+		QueueAdmin admin = new QueueAdmin(this.template);
+		admin.create(QueueDefinition.of("byid-paused"));
+		long id = this.template.send("byid-paused", 1);
+		admin.pause("byid-paused");
+		assertThat(this.template.receive("byid-paused", Integer.class)).as("paused: nothing by the head").isEmpty();
+		Optional<Lease<Integer>> byId = this.template.receive("byid-paused", id, Integer.class);
+		byId.ifPresent(Lease::close); // gives it back, whatever the assertion says
+		assertThat(byId).as("paused: nothing by id either").isEmpty();
+		assertThat(this.jdbc.queryForObject("SELECT attempts FROM pgqueue.message WHERE id = ?", Integer.class, id))
+			.as("no attempt taken").isZero();
+		assertThat(heldKeys()).isZero();
+
+		admin.resume("byid-paused");
+		try (Lease<Integer> lease = this.template.receive("byid-paused", id, Integer.class).orElseThrow()) {
+			assertThat(lease.message().attempt()).isEqualTo(1);
+			lease.ack();
+		}
+		assertThat(this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = 'byid-paused'",
+				Integer.class)).isZero();
+		assertThat(heldKeys()).isZero();
+	}
+
+	@Test
 	void aPayloadOfAnotherTypeFailsAndTheMessageStaysAsItWas() {
 		long id = this.template.send("byid-typed", "not a number");
 		assertThatExceptionOfType(PayloadConversionException.class)

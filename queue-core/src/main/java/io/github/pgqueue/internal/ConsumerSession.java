@@ -290,8 +290,9 @@ public final class ConsumerSession implements AutoCloseable {
 	}
 
 	/**
-	 * Claims message {@code id} of {@code queue} if it is visible, free and, in a FIFO group, its
-	 * group's head; an empty claim otherwise (one that dead-lettered it if it was exhausted).
+	 * Claims message {@code id} of {@code queue} if it is visible, free, in a FIFO group its group's
+	 * head, and the queue is not paused; an empty claim otherwise (one that dead-lettered it if it
+	 * was exhausted).
 	 */
 	public Claim claimById(String queue, long id) {
 		return claimOne(this.sql.claimById(), queue, id);

@@ -1015,8 +1015,10 @@ public final class QueueSql {
 		this.claimSuspect = claimOne(s, "AND " + SUSPECT_OF_ANY_MODE);
 
 		// Claims one message by id on a session, if it is visible, free (no session or transaction
-		// holds its advisory key) and, in a FIFO group, its group's head.
-		this.claimById = claimOne(s, GROUP_HEAD);
+		// holds its advisory key), in a FIFO group its group's head, and its queue is not paused (as
+		// every claim tests, once per statement: the row's queue is the one asked for).
+		this.claimById = claimOne(s, GROUP_HEAD
+				+ "               AND NOT EXISTS (SELECT 1 FROM %1$s.queue q WHERE q.name = m.queue AND q.paused)\n");
 
 		this.backendPid = "SELECT pg_backend_pid()";
 

@@ -11,6 +11,7 @@ import java.util.function.BooleanSupplier;
 
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.Acknowledgment;
+import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.MessageHeaders;
 import io.github.pgqueue.PayloadConversionException;
 import io.github.pgqueue.PayloadConverter;
@@ -184,6 +185,11 @@ final class Dispatcher {
 		catch (Throwable ex) {
 			delivery.thrown = true;
 			delivery.failure = ex;
+			if (delivery.completion == Completion.ACK && this.endpoint.mode() == ConsumptionMode.TRANSACTIONAL) {
+				// The throw rolls the handler's writes back: its ack would delete the message with none
+				// of them. A nack or a reject stands, as in session mode.
+				delivery.completion = null;
+			}
 			if (delivery.completion == null) {
 				if (interruptedByStop(ex)) {
 					// The stop's doing, not the message's: it goes back with its attempt.

@@ -50,8 +50,9 @@ import org.springframework.transaction.support.TransactionTemplate;
  * The claim sets a savepoint in its own round trip, and the handlers run without one of their own
  * while they succeed: a batch costs the claim, one completing statement and the commit. When a
  * handler throws, the transaction is rolled back to the claim's savepoint, which undoes that
- * handler's writes and its predecessors' in the batch; its failure is recorded and those
- * predecessors run again (the batch is split at the failure), each under a savepoint of its own,
+ * handler's writes and its predecessors' in the batch (those that ran under a savepoint of their
+ * own too); its failure is recorded and those predecessors run again (the batch is split at the
+ * failure), each under a savepoint of its own,
  * as every handler of this poller does until {@value #GUARDED_AFTER_FAILURE} messages in a row
  * succeed. So a failure costs the handlers before it one more run, never a message or an attempt,
  * and a run of failures costs a savepoint per message, not a re-run per failure. A consumer that dies leaves no write at all, only
@@ -257,7 +258,10 @@ final class TransactionalConsumption implements Consumption {
 	private List<Delivery> handleEach(Connection connection, List<ClaimedMessage> messages, Batch batch, long deadline,
 			Timer timer) {
 		List<Delivery> handled = new ArrayList<>(messages.size());
-		List<Delivery> unguarded = new ArrayList<>();
+		// The deliveries whose handlers' writes are in the transaction, with a savepoint of their own
+		// or not: a rollback to the claim's savepoint undoes all of them, so none may keep its
+		// completion then.
+		List<Delivery> kept = new ArrayList<>();
 		Deque<ClaimedMessage> pending = new ArrayDeque<>(messages);
 		while (!pending.isEmpty() && batch.fatal == null && !mustStop(deadline)) {
 			ClaimedMessage message = pending.poll();
@@ -267,14 +271,16 @@ final class TransactionalConsumption implements Consumption {
 			batch.fatal = delivery.fatal;
 			boolean undo = delivery.thrown || delivery.completion == Completion.GIVE_BACK;
 			if (undo && savepoint == null) {
-				// Undoes this handler's writes and those of the ones before it that had no savepoint:
-				// they run again, guarded, before the rest.
+				// Undoes this handler's writes and those of every handler before it in the batch whose
+				// writes were kept, guarded or not: they run again, guarded, before the rest, or are
+				// released with the rest if the poller must stop. (A handler that failed earlier in the
+				// batch keeps its failure: its writes were rolled back already.)
 				rollbackToClaim(connection);
-				for (int i = unguarded.size() - 1; i >= 0; i--) {
-					pending.addFirst(unguarded.get(i).message);
+				for (int i = kept.size() - 1; i >= 0; i--) {
+					pending.addFirst(kept.get(i).message);
 				}
-				handled.removeAll(unguarded);
-				unguarded.clear();
+				handled.removeAll(kept);
+				kept.clear();
 			}
 			else if (undo) {
 				rollbackTo(connection, savepoint);
@@ -287,8 +293,8 @@ final class TransactionalConsumption implements Consumption {
 			}
 			if (delivery.completion != Completion.GIVE_BACK) {
 				handled.add(delivery);
-				if (savepoint == null && !undo) {
-					unguarded.add(delivery);
+				if (!undo) {
+					kept.add(delivery);
 				}
 			}
 		}

@@ -10,6 +10,12 @@ public enum Fault {
 	THROW,
 
 	/**
+	 * Throw on the first attempt only, after the handler's work (and, in a transactional listener,
+	 * its effect row): retried with back-off, then acked.
+	 */
+	THROW_ONCE,
+
+	/**
 	 * Throw a {@link java.lang.Error} on every attempt: a real {@code StackOverflowError} for even
 	 * keys, an {@code OutOfMemoryError} for odd ones. Retried, then dead-lettered, like {@link #THROW}.
 	 */

@@ -61,7 +61,8 @@ public class JobListener {
 			throw new IllegalArgumentException("Message " + message.id() + " has a null payload");
 		}
 		Fault fault = job.faultOrNone();
-		boolean injects = fault != Fault.NONE && (fault != Fault.TERMINATE_BEFORE_ACK || message.attempt() == 1);
+		boolean once = fault == Fault.TERMINATE_BEFORE_ACK || fault == Fault.THROW_ONCE;
+		boolean injects = fault != Fault.NONE && (!once || message.attempt() == 1);
 		this.recorder.record(job.key(), message, injects ? fault : null, running);
 		if (TransactionSynchronizationManager.isActualTransactionActive()) {
 			this.jdbc.update("INSERT INTO chaos.effect (key, message_id, attempt, consumer) VALUES (?, ?, ?, ?)",
@@ -85,6 +86,7 @@ public class JobListener {
 		}
 		switch (fault) {
 			case THROW -> throw new IllegalStateException("Job " + job.key() + " always fails");
+			case THROW_ONCE -> throw new IllegalStateException("Job " + job.key() + " fails its first attempt");
 			case ERROR -> {
 				if (job.key() % 2 == 0) {
 					recurse(0);

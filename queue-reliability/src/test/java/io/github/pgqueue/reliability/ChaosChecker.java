@@ -192,7 +192,8 @@ final class ChaosChecker {
 		}
 
 		boolean threw() {
-			return Fault.THROW.name().equals(this.fault) || Fault.ERROR.name().equals(this.fault);
+			return Fault.THROW.name().equals(this.fault) || Fault.THROW_ONCE.name().equals(this.fault)
+					|| Fault.ERROR.name().equals(this.fault);
 		}
 
 		@Override

@@ -77,21 +77,10 @@ public final class QueueAdmin {
 		this.paused = "SELECT EXISTS (SELECT 1 FROM %s.queue WHERE name = ? AND paused)".formatted(s);
 		// 1 queue, 2 after id, 3 everything (or only what is visible), 4 chunk, 5 namespace. Locks a
 		// chunk of rows in id order, skipping rows a transaction holds, deletes those whose advisory
-		// key is free (no session holds them); returns the last id it looked at and how many it deleted.
-		this.purgeChunk = """
-				WITH chunk AS MATERIALIZED (
-				    SELECT id FROM %1$s.message
-				     WHERE queue = ? AND id > ? AND (? OR visible_at <= now())
-				     ORDER BY id LIMIT ?
-				       FOR UPDATE SKIP LOCKED
-				),
-				deleted AS (
-				    DELETE FROM %1$s.message m USING chunk c
-				     WHERE m.id = c.id AND pg_try_advisory_xact_lock(?, c.id::bit(32)::int4)
-				    RETURNING m.id
-				)
-				SELECT (SELECT max(id) FROM chunk), (SELECT count(*) FROM chunk), (SELECT count(*) FROM deleted)"""
-			.formatted(s);
+		// key is free (no session holds them), and mends the FIFO groups it took messages from, under
+		// the queue's lock (V16__group_removals.sql); returns the last id it looked at, how many it
+		// looked at and how many it deleted.
+		this.purgeChunk = "SELECT last_id, looked, deleted FROM %s.purge_messages(?, ?, ?, ?, ?)".formatted(s);
 		this.bindingsOf = "SELECT DISTINCT exchange FROM %s.binding WHERE queue = ? ORDER BY 1".formatted(s);
 		this.messages = "SELECT count(*) FROM %s.message WHERE queue = ?".formatted(s);
 		// 1 role: the statements that give it the table privileges pgqueue's SQL needs, quoted.

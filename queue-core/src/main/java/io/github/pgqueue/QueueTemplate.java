@@ -364,7 +364,7 @@ public final class QueueTemplate implements QueueOperations {
 			ps.setString(2, queue);
 			ps.setInt(3, ns);
 			try (ResultSet rs = ps.executeQuery()) {
-				return rs.next();
+				return rs.next() && rs.getBoolean(1);
 			}
 		});
 		if (Boolean.TRUE.equals(removed)) {
@@ -428,8 +428,8 @@ public final class QueueTemplate implements QueueOperations {
 		if (max < 1) {
 			throw new IllegalArgumentException("Redrive max must be at least 1, was " + max);
 		}
-		Long moved = this.jdbc.queryForObject(this.sql.redrive(), Long.class, queue, deadLetterQueueOf(queue), queue,
-				max + REDRIVE_WINDOW, namespace(), max, this.sql.channel(), queue);
+		Long moved = this.jdbc.queryForObject(this.sql.redrive(), Long.class, queue, deadLetterQueueOf(queue),
+				max + REDRIVE_WINDOW, namespace(), max, this.sql.channel());
 		return (moved != null) ? moved.intValue() : 0;
 	}
 

@@ -759,11 +759,10 @@ public final class QueueSql {
 		// holds it. The lock is transaction-scoped: the DELETE may wait on the row a concurrent change
 		// holds and then find it moved, or evaluate the lock twice (re-checking the row); the
 		// lock must go with the transaction whatever happened (and it keeps consumers off the row
-		// until a caller's transaction that cancelled it commits or rolls back).
-		this.cancel = """
-				DELETE FROM %s.message
-				 WHERE id = ? AND (queue = ?) IS TRUE AND pg_try_advisory_xact_lock(?, id::bit(32)::int4)
-				RETURNING id""".formatted(s);
+		// until a caller's transaction that cancelled it commits or rolls back). A message of a FIFO
+		// group is deleted under its group's lock, and the group's head test mended (see
+		// V16__group_removals.sql). Whether it was deleted.
+		this.cancel = "SELECT %s.cancel_message(?, ?, ?)".formatted(s);
 
 		// 1 id, 2 queue.
 		this.exists = "SELECT EXISTS (SELECT 1 FROM %s.message WHERE id = ? AND (queue = ?) IS TRUE)".formatted(s);
@@ -806,26 +805,13 @@ public final class QueueSql {
 				       dead_letter_queue = excluded.dead_letter_queue,
 				       updated_at = now()""".formatted(s);
 
-		// 1 target queue, 2 dead-letter queue, 3 target queue, 4 window, 5 namespace, 6 limit,
-		// 7 channel, 8 target queue. Moves back the dead letters that came from the target queue
-		// (others sharing the dead-letter queue stay), parked ones included, as ordinary messages.
-		// Each is locked as a consumer would lock it, but for the transaction only: a message a
-		// consumer holds is skipped, and no consumer can claim one between the check and the move.
-		this.redrive = """
-				WITH moved AS (
-				    UPDATE %1$s.message m
-				       SET queue = ?, attempts = 0, visible_at = now(), claim_open = false, previous_id = NULL,
-				           headers = m.headers - 'pgqueue-dead-lettered-from' - 'pgqueue-dead-lettered-attempts'
-				      FROM (SELECT c.id
-				              FROM (SELECT d.id FROM %1$s.message d
-				                     WHERE d.queue = ? AND d.headers->>'pgqueue-dead-lettered-from' = ?
-				                     ORDER BY d.id LIMIT ?
-				                     FOR UPDATE SKIP LOCKED) c
-				             WHERE pg_try_advisory_xact_lock(?, c.id::bit(32)::int4)
-				             LIMIT ?) l
-				     WHERE m.id = l.id
-				    RETURNING m.id)
-				SELECT count(*) FROM moved CROSS JOIN pg_notify(?, ?) AS woken""".formatted(s);
+		// 1 target queue, 2 dead-letter queue, 3 window, 4 namespace, 5 limit, 6 channel. Moves back
+		// the dead letters that came from the target queue (others sharing the dead-letter queue stay),
+		// parked ones included, as ordinary messages outside any FIFO group, keeping their ids (see
+		// V16__group_removals.sql). Each is locked as a consumer would lock it, but for the
+		// transaction only: a message a consumer holds is skipped, and no consumer can claim one
+		// between the check and the move.
+		this.redrive = "SELECT %s.redrive_dead_letters(?, ?, ?, ?, ?, ?)".formatted(s);
 
 		// 1 payload, 2 headers, 3 priority, 4 not-before, 5 delay ms, 6 max attempts, 7 deduplication
 		// key (or null), 8 group (or null), 9 exchange, 10 routing key, 11 routing key. A queue that already holds a message

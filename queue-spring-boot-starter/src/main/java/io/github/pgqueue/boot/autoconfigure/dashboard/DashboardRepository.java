@@ -95,23 +95,11 @@ final class DashboardRepository {
 				 LIMIT ?""".formatted(s, PREVIEW_CHARS);
 
 		// 1 ids, 2 namespace, 3 channel. QueueTemplate.redrive for chosen ids: each dead letter goes
-		// back to the queue it came from with its attempts reset; one a consumer holds (row lock or
-		// advisory lock) is skipped, and the lock taken here goes with the transaction. Wakes the
-		// pollers of each queue (equal notifications are folded at commit).
-		this.redriveIds = """
-				WITH moved AS (
-				    UPDATE %1$s.message m
-				       SET queue = l.origin, attempts = 0, visible_at = now(), claim_open = false,
-				           headers = m.headers - 'pgqueue-dead-lettered-from' - 'pgqueue-dead-lettered-attempts'
-				      FROM (SELECT c.id, c.origin
-				              FROM (SELECT d.id, d.headers->>'pgqueue-dead-lettered-from' AS origin
-				                      FROM %1$s.message d
-				                     WHERE d.id = ANY(?) AND jsonb_exists(d.headers, 'pgqueue-dead-lettered-from')
-				                     FOR UPDATE SKIP LOCKED) c
-				             WHERE pg_try_advisory_xact_lock(?, c.id::bit(32)::int4)) l
-				     WHERE m.id = l.id
-				    RETURNING m.id, m.queue)
-				SELECT moved.id FROM moved CROSS JOIN LATERAL pg_notify(?, moved.queue) AS woken""".formatted(s);
+		// back to the queue it came from with its attempts reset, outside any FIFO group (its id would
+		// put it ahead of its group there; see V16__group_removals.sql); one a consumer holds (row
+		// lock or advisory lock) is skipped, and the lock taken here goes with the transaction. Wakes
+		// the pollers of each queue.
+		this.redriveIds = "SELECT * FROM %s.redrive_dead_letters_by_id(?, ?, ?)".formatted(s);
 	}
 
 	List<String> queueNames() {

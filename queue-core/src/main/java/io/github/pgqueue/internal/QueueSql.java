@@ -321,7 +321,7 @@ public final class QueueSql {
 	 * claim could lock and that is still listed there is a dead session's). Neither counts when
 	 * it dates from before the server last started: that restart ended every session at once. Of
 	 * a row whose messages were handed out in turn, only the first listed counts: the others were
-	 * never handed to a handler (V18__orphans_in_turn.sql).
+	 * never handed to a handler (V18__orphans_in_turn_and_role_oids.sql).
 	 */
 	private static final String HELD_BY_THE_DEAD = "(" + HELD_OPEN + """
 			  OR m.id IN (SELECT unnest(""" + HOLDING_COUNTED + """
@@ -359,7 +359,7 @@ public final class QueueSql {
 	 * sessions that listed them, formatted with the CTE of the claimed rows (id, suspect, priority,
 	 * visible_at), and the one (1 session key) that lists those of a claim in its own session's
 	 * row: the rows {listed} (a condition on them), in the order they are handed out, and whether
-	 * they are handed out in turn ({in_turn}, see V18__orphans_in_turn.sql). Several
+	 * they are handed out in turn ({in_turn}, see V18__orphans_in_turn_and_role_oids.sql). Several
 	 * suspects of one dead session can be claimed at once, so its row loses them all in one change;
 	 * a row of messages handed out in turn whose first is claimed is emptied: the others were never
 	 * handed to a handler, and must not become its first. The list is written only when it

@@ -8,6 +8,8 @@ import org.slf4j.LoggerFactory;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.core.ResultSetExtractor;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
 
 /**
  * Queue administration at runtime, for every JVM that shares the database: create, alter and drop
@@ -54,11 +56,19 @@ public final class QueueAdmin {
 
 	private final String revokeAccess;
 
+	private final String forgetAccess;
+
+	private final String lockAccess;
+
+	/** Runs a revoke's statements in one transaction (joining the caller's, if any). */
+	private final TransactionTemplate accessChange;
+
 	private final String deadLetterQueueOf;
 
 	public QueueAdmin(QueueTemplate template) {
 		this.template = template;
 		this.jdbc = new JdbcTemplate(template.dataSource());
+		this.accessChange = new TransactionTemplate(new DataSourceTransactionManager(template.dataSource()));
 		String s = "\"" + template.schema() + "\"";
 		this.insertQueue = """
 				INSERT INTO %s.queue (name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms,
@@ -97,13 +107,31 @@ public final class QueueAdmin {
 				SELECT format('GRANT USAGE ON SEQUENCE %s TO %I',
 				              pg_get_serial_sequence(format('%I.' || t.name, ?::text), t.id), ?::text)
 				  FROM (VALUES ('message', 'id'), ('holding', 'session')) AS t(name, id)""";
+		// 1 queue, 2 send, 3 consume, 4 role. Keyed by the role's oid (V18): a role of the same name
+		// created after one was dropped is another role.
 		this.grantAccess = """
-				INSERT INTO %s.queue_access AS a (queue, role, send, consume) VALUES (?, ?, ?, ?)
-				ON CONFLICT (queue, role) DO UPDATE
-				   SET send = a.send OR excluded.send, consume = a.consume OR excluded.consume""".formatted(s);
+				INSERT INTO %s.queue_access AS a (queue, role, role_oid, send, consume)
+				SELECT ?, r.rolname, r.oid, ?, ? FROM pg_catalog.pg_roles r WHERE r.rolname = ?
+				ON CONFLICT (queue, role_oid) DO UPDATE
+				   SET role = excluded.role, send = a.send OR excluded.send,
+				       consume = a.consume OR excluded.consume""".formatted(s);
+		// 1 send, 2 consume, 3 queue, 4 role.
 		this.revokeAccess = """
 				UPDATE %s.queue_access SET send = send AND NOT ?, consume = consume AND NOT ?
-				 WHERE queue = ? AND role = ?""".formatted(s);
+				 WHERE queue = ? AND role_oid = (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = ?)""".formatted(s);
+		// After a revoke: the rows that grant nothing any more, those of roles that were dropped and
+		// those of roles that still have a row that grants something. A role's last row stays even
+		// when it grants nothing: it holds the role to its grants (a role without any row is not
+		// restricted at all, see V10__queue_access.sql). Revokes take turns (lockAccess): two at once
+		// could each delete a row of one role, counting on the other's row that the other revoke
+		// was emptying, and leave the role unrestricted. Readers (queue_allowed) do not wait.
+		this.lockAccess = "LOCK TABLE %s.queue_access IN SHARE ROW EXCLUSIVE MODE".formatted(s);
+		this.forgetAccess = """
+				DELETE FROM %1$s.queue_access a
+				 WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.oid = a.role_oid)
+				    OR (NOT a.send AND NOT a.consume
+				        AND EXISTS (SELECT 1 FROM %1$s.queue_access o
+				                     WHERE o.role_oid = a.role_oid AND (o.send OR o.consume)))""".formatted(s);
 		this.deadLetterQueueOf = """
 				SELECT COALESCE((SELECT dead_letter_queue FROM %1$s.queue WHERE name = ?),
 				                %1$s.default_dead_letter_queue(?))""".formatted(s);
@@ -281,23 +309,29 @@ public final class QueueAdmin {
 						+ ex.getMostSpecificCause().getMessage(), ex);
 			}
 		}
-		this.jdbc.update(this.grantAccess, queue, role, send, consume);
+		this.jdbc.update(this.grantAccess, queue, send, consume, role);
 		if (consume) {
 			String deadLetters = this.jdbc.queryForObject(this.deadLetterQueueOf, String.class, queue, queue);
-			this.jdbc.update(this.grantAccess, deadLetters, role, true, false);
+			this.jdbc.update(this.grantAccess, deadLetters, true, false, role);
 		}
 		logger.info("Granted role '{}' {} on queue '{}'", role, List.of(access), queue);
 	}
 
 	/**
 	 * Revokes {@code access} to {@code queue} from role {@code role}; its next statements are held
-	 * to it (a message it holds now stays held until it completes it).
+	 * to it (a message it holds now stays held until it completes it). Also deletes the access rows
+	 * that grant nothing any more (of any role, and of roles that were dropped), but for a role's
+	 * last one: that one keeps the role restricted to its grants, which are none then.
 	 */
 	public void revoke(String role, String queue, Access... access) {
 		QueueNames.requireQueue(queue);
 		requireRole(role);
-		this.jdbc.update(this.revokeAccess, List.of(access).contains(Access.SEND),
-				List.of(access).contains(Access.CONSUME), queue, role);
+		this.accessChange.executeWithoutResult((status) -> {
+			this.jdbc.execute(this.lockAccess);
+			this.jdbc.update(this.revokeAccess, List.of(access).contains(Access.SEND),
+					List.of(access).contains(Access.CONSUME), queue, role);
+			this.jdbc.update(this.forgetAccess);
+		});
 		logger.info("Revoked {} on queue '{}' from role '{}'", List.of(access), queue, role);
 	}
 

@@ -194,21 +194,24 @@ class DeliveryProtocolIntegrationTests {
 	}
 
 	@Test
-	void aBatchOfATerminatedSessionIsRedeliveredOneMessageAtATimeAndTheSessionRefusesToAck() {
+	void aBatchOfATerminatedSessionIsRedeliveredInTurnAndTheSessionRefusesToAck() {
 		List<Long> sent = sendMany("batch", 5);
+		this.template.send("batch", "not held");
 		ConsumerSession dying = this.template.openSession();
 		List<ClaimedMessage> first = dying.claim("batch", 5).messages();
 		assertThat(first).hasSize(5);
 		terminateSessionsHoldingLocks();
 		List<Long> redelivered = new ArrayList<>();
 		try (ConsumerSession other = this.template.openSession()) {
-			for (int i = 0; i < 5; i++) {
-				List<ClaimedMessage> suspect = other.claim("batch", 10).messages();
-				assertThat(suspect).as("a message whose consumer died is claimed alone").hasSize(1);
-				assertThat(suspect.get(0).attempt()).isEqualTo(2);
-				redelivered.add(suspect.get(0).id());
-				other.ack(List.of(suspect.get(0).id()));
+			ConsumerSession.Claim orphans = other.claim("batch", 10);
+			assertThat(orphans.inTurn()).as("messages whose consumer died are handed out in turn").isTrue();
+			assertThat(orphans.messages()).as("without the message nobody held").hasSize(5)
+				.allMatch((message) -> message.attempt() == 2);
+			for (ClaimedMessage orphan : orphans.messages()) {
+				redelivered.add(orphan.id());
+				other.ack(List.of(orphan.id()));
 			}
+			assertThat(other.claim("batch", 10).inTurn()).isFalse();
 			assertThatThrownBy(() -> dying.ack(sent)).isInstanceOf(LeaseLostException.class);
 			assertThat(dying.isLost()).isTrue();
 			assertThatThrownBy(() -> dying.claim("batch", 1)).isInstanceOf(LeaseLostException.class);
@@ -237,18 +240,21 @@ class DeliveryProtocolIntegrationTests {
 			assertThat(heldBy(dying))
 				.as("the dead session's row stays while its messages are left to be counted")
 				.containsExactlyElementsOf(sent.subList(1, 4));
-			List<ClaimedMessage> fresh = other.claim("quiet", 10).messages();
-			assertThat(fresh).as("a held message of the dead session comes first, alone").hasSize(1);
-			assertThat(fresh.get(0).id()).isEqualTo(sent.get(1));
-			assertThat(fresh.get(0).attempt()).isEqualTo(2);
+			ConsumerSession.Claim orphans = other.claim("quiet", 10);
+			assertThat(orphans.messages()).as("the held messages of the dead session come first, on their own")
+				.extracting(ClaimedMessage::id, ClaimedMessage::attempt)
+				.containsExactly(org.assertj.core.groups.Tuple.tuple(sent.get(1), 2),
+						org.assertj.core.groups.Tuple.tuple(sent.get(2), 2),
+						org.assertj.core.groups.Tuple.tuple(sent.get(3), 2));
+			assertThat(orphans.inTurn()).isTrue();
+			assertThat(heldBy(dying)).as("their lost attempts counted, the dead session lists them no more").isEmpty();
+			assertThat(heldBy(other)).as("listed in the order they are handed out")
+				.containsExactlyElementsOf(sent.subList(1, 4));
 			other.retry(List.of(new ConsumerSession.Retry(sent.get(1), Duration.ofDays(1), "later")));
 			assertThat(this.jdbc.queryForObject("SELECT attempts FROM pgqueue.message WHERE id = ?", Integer.class,
 					sent.get(1))).as("the lost attempt and the failed one").isEqualTo(2);
-			assertThat(heldBy(dying))
-				.containsExactlyElementsOf(sent.subList(2, 4));
+			assertThat(heldBy(other)).containsExactlyElementsOf(sent.subList(2, 4));
 			for (int i = 2; i < 4; i++) {
-				assertThat(other.claim("quiet", 10).messages()).extracting(ClaimedMessage::id, ClaimedMessage::attempt)
-					.containsExactly(org.assertj.core.groups.Tuple.tuple(sent.get(i), 2));
 				other.ack(List.of(sent.get(i)));
 			}
 			List<ClaimedMessage> rest = other.claim("quiet", 10).messages();
@@ -398,17 +404,22 @@ class DeliveryProtocolIntegrationTests {
 		Map<Long, Integer> acked = new java.util.HashMap<>();
 		for (int round = 0; round < 20 && acked.size() < 5; round++) {
 			ConsumerSession session = this.template.openSession();
-			List<ClaimedMessage> batch = session.claim("mixed", 10).messages();
+			ConsumerSession.Claim claim = session.claim("mixed", 10);
 			List<Long> done = new ArrayList<>();
 			boolean died = false;
-			for (ClaimedMessage message : batch) {
+			for (ClaimedMessage message : claim.messages()) {
 				if (message.id() == poison) {
 					terminateSessionsHoldingLocks(); // the handler kills its consumer
 					died = true;
 					break;
 				}
-				done.add(message.id());
 				acked.put(message.id(), message.attempt());
+				if (claim.inTurn()) {
+					session.ack(List.of(message.id())); // each before the next is handed out
+				}
+				else {
+					done.add(message.id());
+				}
 			}
 			if (!died) {
 				session.ack(done);
@@ -422,6 +433,47 @@ class DeliveryProtocolIntegrationTests {
 		}
 		assertThat(this.jdbc.queryForObject("SELECT queue FROM pgqueue.message WHERE id = ?", String.class, poison))
 			.isEqualTo("mixed.dlq");
+		assertThat(advisoryLocks()).isZero();
+	}
+
+	/**
+	 * A consumer that dies while it runs one of the messages it was handing out in turn costs that
+	 * one message an attempt: the ones it completed are gone, and the ones it had not handed out
+	 * yet come back at the attempt they were claimed at.
+	 */
+	@Test
+	void aConsumerThatDiesRunningAnOrphanHandedOutInTurnCostsOnlyThatOneAnAttempt() {
+		List<Long> sent = sendMany("in-turn", 10);
+		ConsumerSession first = this.template.openSession();
+		assertThat(first.claim("in-turn", 10).messages()).hasSize(10);
+		terminateSessionsHoldingLocks();
+		first.close();
+		ConsumerSession second = this.template.openSession();
+		ConsumerSession.Claim orphans = second.claim("in-turn", 10);
+		assertThat(orphans.inTurn()).isTrue();
+		assertThat(orphans.messages()).extracting(ClaimedMessage::id).containsExactlyElementsOf(sent);
+		assertThat(orphans.messages()).as("the first consumer's lost attempt counted once")
+			.allMatch((message) -> message.attempt() == 2);
+		for (int i = 0; i < 3; i++) {
+			second.ack(List.of(sent.get(i)));
+		}
+		terminateSessionsHoldingLocks(); // the handler of the fourth kills its consumer
+		second.close();
+		try (ConsumerSession third = this.template.openSession()) {
+			ConsumerSession.Claim killer = third.claim("in-turn", 10);
+			assertThat(killer.messages()).as("the one the second consumer was running, counted again, on its own")
+				.extracting(ClaimedMessage::id, ClaimedMessage::attempt)
+				.containsExactly(org.assertj.core.groups.Tuple.tuple(sent.get(3), 3));
+			third.ack(List.of(sent.get(3)));
+			ConsumerSession.Claim rest = third.claim("in-turn", 10);
+			assertThat(rest.inTurn()).as("never handed out: not suspects").isFalse();
+			assertThat(rest.messages()).as("never handed out by the second consumer: no attempt counted for it")
+				.extracting(ClaimedMessage::id, ClaimedMessage::attempt)
+				.containsExactlyElementsOf(sent.subList(4, 10).stream()
+					.map((id) -> org.assertj.core.groups.Tuple.tuple(id, 2)).toList());
+			third.ack(sent.subList(4, 10));
+		}
+		assertThat(count("SELECT count(*) FROM pgqueue.message")).isZero();
 		assertThat(advisoryLocks()).isZero();
 	}
 
@@ -450,20 +502,51 @@ class DeliveryProtocolIntegrationTests {
 		assertThat(advisoryLocks()).isZero();
 	}
 
+	/**
+	 * Messages whose consumers died while the server ran (here half held by sessions that were
+	 * terminated, half with the open claim a consumer that died running such a message leaves) are
+	 * claimed a batch at a time, each batch handed out in turn: each message is completed before
+	 * the next is handed over, so one claim serves a batch and each message costs its own ack.
+	 */
 	@Test
-	void messagesWhoseConsumersDiedAreClaimedOneAtATimeWhileTheServerRuns() {
-		List<Long> sent = sendMany("died", Integer.getInteger("recovery.died", 30));
-		this.jdbc.update("UPDATE pgqueue.message SET attempts = 1, claim_open = true, claimed_at = now()");
+	void orphansOfConsumersThatDiedWhileTheServerRanAreClaimedInBatchesAndHandedOutInTurn() {
+		int orphans = Integer.getInteger("recovery.died", 2_000) / 200 * 200;
+		List<Long> sent = sendMany("died", orphans);
+		for (int i = 0; i < orphans / 200; i++) {
+			// Past the orphans of the sessions terminated before: a claim looks at 1 000 held rows at most.
+			ConsumerSession dying = this.template.openSession();
+			assertThat(dying.claim("died", 100, false).messages()).hasSize(100);
+			terminateSessionsHoldingLocks();
+			dying.close();
+		}
+		// As a claim of a message whose consumer died leaves it (that attempt counted) when its own
+		// consumer dies too.
+		List<Long> reopened = this.jdbc.queryForList("UPDATE pgqueue.message SET attempts = 1, claim_open = true, "
+				+ "claimed_at = now() WHERE id NOT IN (SELECT unnest(ids) FROM pgqueue.holding) RETURNING id", Long.class);
+		assertThat(reopened).hasSize(orphans / 2);
+		Map<Long, List<Integer>> delivered = new java.util.LinkedHashMap<>();
+		int claims = 0;
 		long started = System.nanoTime();
 		try (ConsumerSession session = this.template.openSession()) {
-			for (Long id : sent) {
-				List<ClaimedMessage> suspect = session.claim("died", 10).messages();
-				assertThat(suspect).extracting(ClaimedMessage::id).containsExactly(id);
-				session.ack(List.of(id));
+			for (List<ClaimedMessage> batch = session.claim("died", 10).messages(); !batch.isEmpty();
+					batch = session.claim("died", 10).messages()) {
+				claims++;
+				for (ClaimedMessage message : batch) {
+					delivered.computeIfAbsent(message.id(), (id) -> new ArrayList<>()).add(message.attempt());
+					session.ack(List.of(message.id()));
+				}
 			}
 		}
-		logger.info("{} messages whose consumers died recovered one at a time by one consumer in {} ms", sent.size(),
-				(System.nanoTime() - started) / 1_000_000);
+		long millis = Math.max(1, (System.nanoTime() - started) / 1_000_000);
+		logger.info("{} messages whose consumers died recovered by one consumer in {} ms ({} msg/s) with {} claims",
+				orphans, millis, orphans * 1000L / millis, claims);
+		assertThat(delivered.keySet()).containsExactlyInAnyOrderElementsOf(sent);
+		assertThat(delivered).as("each once, at the attempt after the ones its consumers lost")
+			.allSatisfy((id, attempts) -> assertThat(attempts).containsExactly(reopened.contains(id) ? 3 : 2));
+		assertThat(claims).as("claims of batches of 10, not of one message each").isLessThanOrEqualTo(orphans / 10 + 2);
+		assertThat(count("SELECT count(*) FROM pgqueue.holding WHERE cardinality(ids) > 0"))
+			.as("nothing left listed by the sessions that died").isZero();
+		assertThat(advisoryLocks()).isZero();
 	}
 
 	@Test

@@ -36,6 +36,8 @@ class QueueAccessIntegrationTests {
 			this.owner.execute("DO $$ BEGIN CREATE ROLE " + role + " LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$");
 		}
 		this.owner.update("DELETE FROM pgqueue.queue_access");
+		this.owner.execute("DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'carol') THEN "
+				+ "DROP OWNED BY carol; DROP ROLE carol; END IF; END $$");
 	}
 
 	@Test
@@ -96,6 +98,68 @@ class QueueAccessIntegrationTests {
 		}
 		assertThat(this.owner.queryForObject("SELECT queue FROM pgqueue.message", String.class))
 			.isEqualTo("invoices.dlq");
+	}
+
+	/**
+	 * Dropping a role that was granted queue access (DROP OWNED BY, then DROP ROLE, as PostgreSQL
+	 * requires) leaves every other role's access as it was; a new role of the same name gets
+	 * nothing of the dropped one's.
+	 */
+	@Test
+	void aDroppedRoleLeavesOtherRolesAccessAsItWasAndANewRoleOfItsNameGetsNoneOfIt() {
+		this.owner.execute("CREATE ROLE carol LOGIN");
+		this.admin.grant("carol", "ledger", QueueAdmin.Access.SEND);
+		this.admin.grant("alice", "payroll", QueueAdmin.Access.SEND, QueueAdmin.Access.CONSUME);
+		this.owner.execute("DROP OWNED BY carol");
+		this.owner.execute("DROP ROLE carol");
+
+		QueueTemplate alice = QueueTemplate.builder(as("alice")).build();
+		long id = alice.send("payroll", 1200);
+		try (Lease<Integer> lease = alice.receive("payroll", Integer.class).orElseThrow()) {
+			assertThat(lease.message().id()).isEqualTo(id);
+			lease.ack();
+		}
+		assertThat(this.owner.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = 'payroll'", Long.class))
+			.isZero();
+
+		this.owner.execute("CREATE ROLE carol LOGIN");
+		this.admin.grant("carol", "other", QueueAdmin.Access.SEND);
+		QueueTemplate carol = QueueTemplate.builder(as("carol")).build();
+		carol.send("other", 1);
+		assertThatExceptionOfType(RuntimeException.class).as("the dropped carol's grant is not the new carol's")
+			.isThrownBy(() -> carol.send("ledger", 2))
+			.havingRootCause().withMessageContaining("violates row-level security policy");
+	}
+
+	/**
+	 * A revoke deletes the rows that no longer grant anything (the role's and those of roles that
+	 * were dropped) but the last one of a role, which keeps it held to its grants: a role whose
+	 * every grant was revoked may use no queue, not every queue.
+	 */
+	@Test
+	void aRevokeRemovesRowsThatNoLongerGrantAnythingButKeepsTheRoleRestricted() {
+		this.owner.execute("CREATE ROLE carol LOGIN");
+		this.admin.grant("carol", "ledger", QueueAdmin.Access.SEND);
+		this.owner.execute("DROP OWNED BY carol");
+		this.owner.execute("DROP ROLE carol");
+		this.admin.grant("alice", "a", QueueAdmin.Access.SEND);
+		this.admin.grant("alice", "b", QueueAdmin.Access.SEND, QueueAdmin.Access.CONSUME);
+
+		this.admin.revoke("alice", "a", QueueAdmin.Access.SEND);
+		assertThat(this.owner.queryForList("SELECT queue || ':' || role || ':' || send || ':' || consume "
+				+ "FROM pgqueue.queue_access ORDER BY queue", String.class))
+			.as("what is left: alice's grants on b and on b's dead-letter queue")
+			.containsExactly("b:alice:true:true", "b.dlq:alice:true:false");
+
+		this.admin.revoke("alice", "b", QueueAdmin.Access.SEND, QueueAdmin.Access.CONSUME);
+		this.admin.revoke("alice", "b.dlq", QueueAdmin.Access.SEND);
+		assertThat(this.owner.queryForObject("SELECT count(*) FROM pgqueue.queue_access", Long.class))
+			.as("one row that grants nothing keeps alice restricted").isEqualTo(1);
+		QueueTemplate alice = QueueTemplate.builder(as("alice")).build();
+		for (String queue : List.of("a", "b", "c")) {
+			assertThatExceptionOfType(RuntimeException.class).isThrownBy(() -> alice.send(queue, 1))
+				.havingRootCause().withMessageContaining("violates row-level security policy");
+		}
 	}
 
 	private DataSource as(String role) {

@@ -186,8 +186,10 @@ public final class ConsumerSession implements AutoCloseable {
 
 	/**
 	 * Claims like {@link #claim(String, int)}; with {@code mayTakeOpen} false it leaves alone the
-	 * messages whose consumer died (claim_open), so that a process runs at most one of those at a
-	 * time: if it is what kills the process, nothing else of that kind dies with it.
+	 * messages whose consumer died (as far as its snapshot shows), so that a process runs at most
+	 * one of those at a time: if it is what kills the process, nothing else of that kind dies with
+	 * it. When it takes such messages, it takes only those, to be handed out in turn
+	 * ({@link Claim#inTurn()}).
 	 */
 	public Claim claim(String queue, int max, boolean mayTakeOpen) {
 		return claim(queue, max, mayTakeOpen, null);
@@ -332,6 +334,7 @@ public final class ConsumerSession implements AutoCloseable {
 		Duration nextVisible = null;
 		ClaimCursor last = null;
 		int raced = 0;
+		boolean inTurn = false;
 		try (ResultSet rs = ps.executeQuery()) {
 			while (rs.next()) {
 				if (rs.getObject(1) == null) {
@@ -350,6 +353,7 @@ public final class ConsumerSession implements AutoCloseable {
 					continue; // or locked and left (unlocked) because a suspect was claimed alone
 				}
 				ClaimedMessage message = read(queue, rs);
+				inTurn |= placed && rs.getBoolean(2);
 				this.held.add(message.id());
 				String unusable = unusable(message, this.maxPayloadBytes);
 				if (unusable != null) {
@@ -364,7 +368,7 @@ public final class ConsumerSession implements AutoCloseable {
 			deadLetter(letters);
 		}
 		this.lastAliveCheck = System.nanoTime();
-		return new Claim(deliverable, letters.size(), nextVisible, last, raced);
+		return new Claim(deliverable, letters.size(), nextVisible, last, raced, inTurn);
 	}
 
 	/**
@@ -686,11 +690,18 @@ public final class ConsumerSession implements AutoCloseable {
 	 * The outcome of a claim: the messages to deliver, how many were dead-lettered instead, when
 	 * nothing could be claimed how long until the queue's next delayed message becomes visible
 	 * (null when none is waiting or it is unknown), where the furthest row a batch claim chose is in
-	 * the claim index (null when it chose none), and how many rows it chose that the re-check found
-	 * gone.
+	 * the claim index (null when it chose none), how many rows it chose that the re-check found
+	 * gone, and whether the messages are to be handed out in turn.
+	 * <p>
+	 * In turn: they were held by consumers that died, and the caller hands them to handlers one at
+	 * a time, in this order, and completes each (ack, retry, dead letter or release) before it
+	 * hands over the next. The session's holding row lists them in that order; if the session dies,
+	 * only the first one still listed, the one a handler had, has its attempt counted, so that a
+	 * message that kills its consumer costs the others nothing. Handed out together, the others
+	 * would be counted with it at each death.
 	 */
 	public record Claim(List<ClaimedMessage> messages, int deadLettered, Duration nextVisibleIn, ClaimCursor last,
-			int raced) {
+			int raced, boolean inTurn) {
 
 		/**
 		 * Whether the claim locked rows but the re-check skipped them all: they were being

@@ -301,21 +301,31 @@ public final class QueueSql {
 			""";
 
 	/**
-	 * Whether row m's claim is open (no parameter): a session claimed it as a suspect and has not
-	 * completed it, since the server last started. Once a claim holds m's key, its newest version
+	 * Whether row m's claim is open (no parameter): a session claimed it alone as a suspect (a
+	 * claim by id: a receive by id, or a transactional consumer's suspect) and has not completed
+	 * it, since the server last started. Once a claim holds m's key, its newest version
 	 * saying so means that session died: a live one closes the claim before its key is free.
 	 */
 	private static final String HELD_OPEN = "(m.claim_open AND m.claimed_at > pg_postmaster_start_time())";
+
+	/**
+	 * The ids of holding row h whose attempt is counted if its session died: all of them, or the
+	 * first only when the session hands them out in turn (a claim of messages whose consumer died).
+	 */
+	private static final String HOLDING_COUNTED = "CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END";
 
 	/**
 	 * Whether claimable row m was held by a consumer that died (no parameter): a session that held
 	 * it again after such a death and died too left claim_open, or a session that died still lists
 	 * it in its row of the holding table (a live session lists only what it holds, so a row a
 	 * claim could lock and that is still listed there is a dead session's). Neither counts when
-	 * it dates from before the server last started: that restart ended every session at once.
+	 * it dates from before the server last started: that restart ended every session at once. Of
+	 * a row whose messages were handed out in turn, only the first listed counts: the others were
+	 * never handed to a handler (V18__orphans_in_turn_and_role_oids.sql).
 	 */
 	private static final String HELD_BY_THE_DEAD = "(" + HELD_OPEN + """
-			  OR m.id IN (SELECT unnest(h.ids) FROM %1$s.holding h WHERE h.opened_at > pg_postmaster_start_time()))""";
+			  OR m.id IN (SELECT unnest(""" + HOLDING_COUNTED + """
+			) FROM %1$s.holding h WHERE h.opened_at > pg_postmaster_start_time()))""";
 
 	/**
 	 * The CTE listed (no parameter), formatted with the CTE of the rows a claim locked (an id
@@ -345,31 +355,42 @@ public final class QueueSql {
 	private static final String LOST_ATTEMPT = "((l.suspect AND m.xmin = l.seen) OR l.listed OR " + HELD_OPEN + ")";
 
 	/**
-	 * The statements (no parameter) that take claimed rows out of the holding row of the dead
-	 * session that listed them, formatted with the CTE of the claimed rows (id, suspect), and the
-	 * one (1 session key) that lists those of a claim in its own session's row, the rows it holds
-	 * on no write of their own. The list is written only when it changes: an idle poll writes
-	 * nothing.
+	 * The statements (no parameter) that take claimed suspects out of the holding rows of the dead
+	 * sessions that listed them, formatted with the CTE of the claimed rows (id, suspect, priority,
+	 * visible_at), and the one (1 session key) that lists those of a claim in its own session's
+	 * row: the rows {listed} (a condition on them), in the order they are handed out, and whether
+	 * they are handed out in turn ({in_turn}, see V18__orphans_in_turn_and_role_oids.sql). Several
+	 * suspects of one dead session can be claimed at once, so its row loses them all in one change;
+	 * a row of messages handed out in turn whose first is claimed is emptied: the others were never
+	 * handed to a handler, and must not become its first. The list is written only when it
+	 * changes: an idle poll writes nothing.
 	 */
 	private static final String HOLDING_OF_A_CLAIM = """
 			unheld AS (
-			    UPDATE %%1$s.holding h SET ids = array_remove(h.ids, c.id)
-			      FROM %1$s c
-			     WHERE c.suspect AND c.id = ANY (h.ids)
+			    UPDATE %%1$s.holding h
+			       SET ids = CASE WHEN h.in_turn AND h.ids[1] = ANY (u.ids) THEN '{}'::bigint[]
+			                      ELSE ARRAY(SELECT i FROM unnest(h.ids) WITH ORDINALITY AS t(i, n)
+			                                  WHERE i <> ALL (u.ids) ORDER BY n) END
+			      FROM (SELECT ARRAY(SELECT id FROM %1$s WHERE suspect) AS ids) u
+			     WHERE h.ids && u.ids
 			),
 			recorded AS (
-			    UPDATE %%1$s.holding h SET ids = ARRAY(SELECT id FROM %1$s WHERE NOT suspect)
-			     WHERE h.session = ? AND (cardinality(h.ids) > 0 OR EXISTS (SELECT 1 FROM %1$s WHERE NOT suspect))
+			    UPDATE %%1$s.holding h
+			       SET ids = ARRAY(SELECT id FROM %1$s WHERE {listed} ORDER BY priority, visible_at, id),
+			           in_turn = {in_turn}
+			     WHERE h.session = ? AND (cardinality(h.ids) > 0 OR EXISTS (SELECT 1 FROM %1$s WHERE {listed}))
 			)
 			""";
 
 	/**
 	 * The statement (1 session key) that takes the ids a completing statement returned (its CTE,
-	 * with an id column) out of its session's holding row.
+	 * with an id column) out of its session's holding row, keeping the others in their order (the
+	 * first of messages handed out in turn is the one a handler has).
 	 */
 	private static final String UNHOLD = """
 			unheld AS (
-			    UPDATE %%1$s.holding h SET ids = ARRAY(SELECT i FROM unnest(h.ids) AS i WHERE i NOT IN (SELECT id FROM %1$s))
+			    UPDATE %%1$s.holding h SET ids = ARRAY(SELECT i FROM unnest(h.ids) WITH ORDINALITY AS t(i, n)
+			                                            WHERE i NOT IN (SELECT id FROM %1$s) ORDER BY n)
 			     WHERE h.session = ? AND EXISTS (SELECT 1 FROM %1$s)
 			)
 			""";
@@ -585,10 +606,14 @@ public final class QueueSql {
 		// listed, judged and chosen: a locked row held by a consumer that died (every row a live
 		// consumer holds is locked, so not here) is a suspect: its claim is open on the scan's
 		// snapshot, or a dead session lists it on a snapshot taken after the locks (LISTED: the
-		// scan's can predate the holder's claim and death). If there is one, it is claimed alone:
-		// a message that kills its consumer then burns its own attempts, not its neighbours'. The
-		// walk leaves out what HELD_BY_THE_DEAD shows on its snapshot when this poller may not
-		// take such messages; one it could not see there is still taken alone and counted.
+		// scan's can predate the holder's claim and death). If there are any, they are claimed
+		// without the other rows, and handed out in turn (column 2 true): the session completes each
+		// before it hands over the next, and its holding row lists them in that order with in_turn
+		// set, so that if it dies only the one a handler had is counted again (see HOLDING_COUNTED):
+		// a message that kills its consumer then burns its own attempts, not its neighbours'. (One
+		// suspect per claim did that too, but cost a claim per message: 10 000 of them took 26 s.)
+		// The walk leaves out what HELD_BY_THE_DEAD shows on its snapshot when this poller may not
+		// take such messages; one it could not see there is still taken (in turn) and counted.
 		//
 		// fresh and written: the re-check. The scan's snapshot can still show a row that another
 		// consumer acked, retried or dead-lettered a moment ago (its completion committed, and so
@@ -601,10 +626,11 @@ public final class QueueSql {
 		// goes through an UPDATE (written), which does not trust the snapshot: PostgreSQL waits for
 		// the changing transaction and re-evaluates the WHERE clause on the row's newest version
 		// (EvalPlanQual), skipping it if it is gone, moved to another queue or no longer visible.
-		// A dead holder's lost attempt is counted there (LOST_ATTEMPT), and claim_open says that
-		// this holder's is not: a suspect whose row is still the version the scan saw, a row a dead
-		// session lists, or one whose newest version has its claim open (read by the UPDATE, so a
-		// suspect claimer that died after the scan's snapshot is seen). An open claim on the scan's
+		// A dead holder's lost attempt is counted there (LOST_ATTEMPT): a suspect whose row is still
+		// the version the scan saw, a row a dead session lists, or one whose newest version has its
+		// claim open (read by the UPDATE, so a suspect claimer that died after the scan's snapshot is
+		// seen). The claim is closed (claim_open false): this holder's attempt is counted through its
+		// holding row, which lists the suspects in turn. An open claim on the scan's
 		// snapshot can be one a live session has just closed (retried or released the row and
 		// unlocked it); that session wrote the row, so its xmin has changed, and the row is then
 		// claimed as any other.
@@ -613,16 +639,17 @@ public final class QueueSql {
 		// V10__queue_access.sql); the UPDATE policy is what keeps it from claiming them, so fresh,
 		// which writes nothing, asks the same question once per claim.
 		//
-		// unheld and recorded: the suspect leaves the dead session's holding row; the rows claimed
-		// on no write of their own are listed in this session's, so that if it dies, the next claim
-		// of each counts its attempt. The attempt shown to a handler is attempts + 1: stored only
+		// unheld and recorded: the suspects leave the dead sessions' holding rows; the rows claimed
+		// are listed in this session's, in the order they are returned (in turn when they are
+		// suspects), so that if it dies, the next claim of each (of the first, in turn) counts its
+		// attempt. The attempt shown to a handler is attempts + 1: stored only
 		// when it fails (retry, dead letter, release after a handler saw it) or its consumer dies.
 		//
 		// The final select unlocks at once every locked row not claimed, and returns the
 		// claimed rows with their queue's policy; a payload above the limit is not sent (its text is
 		// null and its size says why). Columns 16 and 17 give the place in the claim index (priority,
 		// visible_at in microseconds) of every chosen row, claimed or found gone by the re-check
-		// (null for rows left because a suspect was chosen alone): a poller goes on after the last,
+		// (null for rows left because suspects were chosen without them): a poller goes on after the last,
 		// past rows found gone. When nothing could be locked, one row with a null id says in
 		// how many milliseconds the queue's next delayed message becomes visible (null: none), so
 		// an idle poller sleeps until then and not a whole poll interval: in the same statement, so
@@ -644,7 +671,7 @@ public final class QueueSql {
 				    SELECT id, false AS suspect, false AS listed, seen FROM judged
 				     WHERE NOT EXISTS (SELECT 1 FROM judged WHERE suspect OR listed)
 				    UNION ALL
-				    (SELECT id, true, listed, seen FROM judged WHERE suspect OR listed ORDER BY n LIMIT 1)
+				    SELECT id, true, listed, seen FROM judged WHERE suspect OR listed
 				),
 				fresh AS (
 				    SELECT m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
@@ -657,19 +684,20 @@ public final class QueueSql {
 				written AS (
 				    UPDATE %1$s.message m
 				       SET attempts = m.attempts + CASE WHEN {lost_attempt} THEN 1 ELSE 0 END,
-				           claim_open = {lost_attempt}, claimed_at = now()
+				           claim_open = false, claimed_at = now()
 				      FROM chosen l
 				     WHERE m.id = ANY (ARRAY(SELECT id FROM chosen WHERE id NOT IN (SELECT id FROM fresh)))
 				       AND m.id = l.id AND (m.queue = ?) IS TRUE AND m.visible_at <= now()
 				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
-				              m.max_attempts, m.created_at, m.last_error, m.claim_open
+				              m.max_attempts, m.created_at, m.last_error, l.suspect
 				),
 				claimed AS (
 				    SELECT * FROM fresh UNION ALL SELECT * FROM written
 				),
-				""" + HOLDING_OF_A_CLAIM.formatted("claimed") + """
+				""" + HOLDING_OF_A_CLAIM.formatted("claimed").replace("{listed}", "true")
+					.replace("{in_turn}", "EXISTS (SELECT 1 FROM claimed WHERE suspect)") + """
 				(SELECT l.id,
-				       CASE WHEN c.id IS NULL THEN pg_advisory_unlock(?, l.id::bit(32)::int4) END,
+				       CASE WHEN c.id IS NULL THEN pg_advisory_unlock(?, l.id::bit(32)::int4) ELSE c.suspect END,
 				""" + CLAIMED_COLUMNS.formatted("c.attempts + 1") + """
 				       , CASE WHEN l.id IN (SELECT id FROM chosen) THEN l.priority END,
 				       CASE WHEN l.id IN (SELECT id FROM chosen) THEN (extract(epoch FROM l.visible_at) * 1000000)::bigint END
@@ -746,7 +774,8 @@ public final class QueueSql {
 				     WHERE m.id = ANY(?)
 				    RETURNING m.id, %1$s.unlock_at_commit(?, m.id::bit(32)::int4)),
 				unheld AS (
-				    UPDATE %1$s.holding h SET ids = ARRAY(SELECT i FROM unnest(h.ids) AS i WHERE i <> ALL (?::bigint[]))
+				    UPDATE %1$s.holding h SET ids = ARRAY(SELECT i FROM unnest(h.ids) WITH ORDINALITY AS t(i, n)
+				                                            WHERE i <> ALL (?::bigint[]) ORDER BY n)
 				     WHERE h.session = ?
 				)
 				SELECT id FROM released
@@ -1011,16 +1040,18 @@ public final class QueueSql {
 		// A consumer session's holding row, with the session's key and backend pid. Also deletes the
 		// rows nobody needs any more: of a session opened before the server last started, or of one
 		// that has ended and whose messages are all gone (a session that ends cleanly deletes its
-		// own row; one that died keeps it while a message it held is left to be counted).
-		this.openSession = """
+		// own row; one that died keeps it while a message it held is left to be counted: of
+		// messages handed out in turn, the first).
+		this.openSession = ("""
 				WITH gone AS (
 				    DELETE FROM %1$s.holding h
 				     WHERE h.opened_at < pg_postmaster_start_time()
 				        OR (NOT EXISTS (SELECT 1 FROM pg_stat_activity a
 				                         WHERE a.pid = h.pid AND a.backend_start <= h.opened_at)
-				            AND NOT EXISTS (SELECT 1 FROM %1$s.message m WHERE m.id = ANY (h.ids)))
+				            AND NOT EXISTS (SELECT 1 FROM %1$s.message m WHERE m.id = ANY (""" + HOLDING_COUNTED + """
+				)))
 				)
-				INSERT INTO %1$s.holding (pid) VALUES (pg_backend_pid()) RETURNING session, pid""".formatted(s);
+				INSERT INTO %1$s.holding (pid) VALUES (pg_backend_pid()) RETURNING session, pid""").formatted(s);
 
 		// 1 session key. A session that holds nothing ends.
 		this.closeSession = "DELETE FROM %s.holding WHERE session = ?".formatted(s);
@@ -1078,7 +1109,8 @@ public final class QueueSql {
 				    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
 				              m.max_attempts, m.created_at, m.last_error, m.claim_open AS suspect
 				),
-				""" + HOLDING_OF_A_CLAIM.formatted("claimed") + """
+				""" + HOLDING_OF_A_CLAIM.formatted("claimed").replace("{listed}", "NOT suspect")
+					.replace("{in_turn}", "false") + """
 				SELECT l.id,
 				       CASE WHEN c.id IS NULL THEN pg_advisory_unlock(?, l.id::bit(32)::int4) END,
 				""" + CLAIMED_COLUMNS.formatted("c.attempts + 1") + """

@@ -58,9 +58,21 @@ final class PollLoop implements Runnable {
 
 	/**
 	 * One poller per process at a time may claim a message whose consumer died: if that message
-	 * is what kills the process, no other such message dies with it again and again.
+	 * is what kills the process, no other such message dies with it again and again. Handed over
+	 * in turn to the pollers that ask for it.
 	 */
-	private static final Semaphore SUSPECTS = new Semaphore(1);
+	private static final SuspectPermit SUSPECTS = new SuspectPermit();
+
+	/** Whether a claim of the last poll was refused the permit to take messages whose consumer died. */
+	private boolean refusedSuspects;
+
+	/**
+	 * Whether the poller was handed that permit since it last found work or slept: it does not ask
+	 * for it again until then. A poller woken by the handover whose claims then find nothing has
+	 * no use for it; asking again there made two idle pollers hand it to each other, and wake each
+	 * other, without end.
+	 */
+	private boolean handedSuspects;
 
 	private final BooleanSupplier paused;
 
@@ -164,6 +176,15 @@ final class PollLoop implements Runnable {
 		wakeUp();
 	}
 
+	/**
+	 * Gives up, for a loop whose thread the container leaves running after its stop (a handler
+	 * that ignores the interrupt), the permit to take messages whose consumer died, so that the
+	 * process's other pollers may take them: that handler is not killing the process.
+	 */
+	void abandon() {
+		SUSPECTS.withdraw(this);
+	}
+
 	/** Whether the poller has a working database session. */
 	public boolean isConnected() {
 		return this.connected;
@@ -215,13 +236,18 @@ final class PollLoop implements Runnable {
 			while (this.running) {
 				try {
 					if (this.paused.getAsBoolean()) {
-						// Claims nothing and runs no statement; resume() or stop() wakes it.
+						// Claims nothing and runs no statement; resume() or stop() wakes it. Nor does it
+						// wait for the permit to take suspects, which must go to pollers that claim.
+						SUSPECTS.withdraw(this);
 						this.idlePaused = true;
 						await(this.endpoint.pollInterval());
 						continue;
 					}
 					this.idlePaused = false;
 					int found = pollOnce();
+					if (this.refusedSuspects && !this.handedSuspects) {
+						SUSPECTS.ask(this);
+					}
 					this.connected = true;
 					if (inOutage) {
 						logger.info("Listener '{}' is polling again", this.endpoint.id());
@@ -230,8 +256,10 @@ final class PollLoop implements Runnable {
 					this.backoff.reset();
 					if (found > 0) {
 						this.linger.workFound(found);
+						this.handedSuspects = false;
 					}
 					else if (!this.claimAgain) {
+						this.handedSuspects = false;
 						Duration idle = this.leader ? this.endpoint.pollInterval()
 								: this.endpoint.pollInterval().multipliedBy(FOLLOWER_IDLE_FACTOR);
 						Duration wait = (this.nextDue != null && this.nextDue.compareTo(idle) < 0) ? this.nextDue : idle;
@@ -279,6 +307,7 @@ final class PollLoop implements Runnable {
 		}
 		finally {
 			this.connected = false;
+			SUSPECTS.withdraw(this);
 			this.consumption.close();
 		}
 	}
@@ -291,6 +320,10 @@ final class PollLoop implements Runnable {
 		int found = 0;
 		this.nextDue = null;
 		this.claimAgain = false;
+		this.refusedSuspects = false;
+		if (SUSPECTS.isHeldBy(this)) {
+			this.handedSuspects = true;
+		}
 		List<String> queues = this.endpoint.queues();
 		for (int i = 0; i < queues.size() && this.running && !this.paused.getAsBoolean(); i++) {
 			String queue = queues.get((this.nextQueue + i) % queues.size());
@@ -299,7 +332,11 @@ final class PollLoop implements Runnable {
 			// also sees rows another poller has just acked as suspects (its snapshot still shows
 			// them with their claim open) and then claims that phantom alone, so letting every poller
 			// hold the permit briefly made concurrent pollers claim far less (steady fell behind).
-			boolean mayTakeOpen = SUSPECTS.tryAcquire();
+			// A poller refused it asks for it, and is handed it at the next release (see
+			// SuspectPermit): a busy listener that took it back at once kept a quiet queue's
+			// orphans waiting for good.
+			boolean mayTakeOpen = SUSPECTS.tryAcquire(this);
+			this.refusedSuspects |= !mayTakeOpen;
 			try {
 				Consumption.Polled polled = this.consumption.poll(queue, mayTakeOpen);
 				Duration due = polled.nextVisibleIn();
@@ -318,7 +355,7 @@ final class PollLoop implements Runnable {
 			}
 			finally {
 				if (mayTakeOpen) {
-					SUSPECTS.release();
+					SUSPECTS.release(this);
 				}
 			}
 		}

@@ -233,9 +233,15 @@ public final class QueueListenerContainer {
 		finishStop(deadlineNanos + INTERRUPT_GRACE.toNanos());
 	}
 
-	/** Waits for the interrupted pollers until {@code graceDeadlineNanos}, and says the listener stopped. */
+	/**
+	 * Waits for the interrupted pollers until {@code graceDeadlineNanos}, and says the listener
+	 * stopped; the pollers still running then give up their permit to take messages whose consumer
+	 * died, which a handler stuck for good would otherwise keep from every other listener.
+	 */
 	void finishStop(long graceDeadlineNanos) {
-		joinUntil(graceDeadlineNanos);
+		if (!joinUntil(graceDeadlineNanos)) {
+			loops().forEach(PollLoop::abandon);
+		}
 		logger.info("Stopped listener '{}'", this.endpoint.id());
 	}
 

@@ -184,6 +184,10 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 			return;
 		}
 		this.running = true;
+		if (this.notifyListener != null) {
+			// A container was started before the registry: the application consumes from now on.
+			startKeepAlive();
+		}
 		if (this.containers.values().stream().noneMatch((c) -> c.endpoint().autoStartup())) {
 			return;
 		}
@@ -191,13 +195,31 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 	}
 
 	/**
-	 * Starts the one LISTEN connection, when the first listener starts, and a non-daemon thread
-	 * that keeps the JVM alive until the registry stops: pollers are daemon threads (one stuck in
-	 * a handler must not keep a stopped application's JVM alive), yet an application that only
-	 * consumes queues must keep running, as one that only consumes Kafka topics does.
+	 * Starts the one LISTEN connection, when the first listener starts, and the thread that keeps
+	 * the JVM alive ({@link #startKeepAlive()}).
 	 */
 	private synchronized void startNotifications() {
+		startKeepAlive();
 		if (this.notifyListener != null) {
+			return;
+		}
+		this.notifyListener = new NotifyListener(this.consumerDataSource, this.template.sql().channel(),
+				this::wake, this::wakeAll);
+		this.notifyThread = new Thread(this.notifyListener, "pgqueue-notify");
+		this.notifyThread.setDaemon(true);
+		this.notifyThread.start();
+	}
+
+	/**
+	 * Starts, while the registry runs, a non-daemon thread that keeps the JVM alive until the
+	 * registry stops: pollers are daemon threads (one stuck in a handler must not keep a stopped
+	 * application's JVM alive), yet an application that only consumes queues must keep running, as
+	 * one that only consumes Kafka topics does. None while the registry does not run (a container
+	 * started before it or after it stopped, from the dashboard during shutdown say): no stop of the
+	 * registry would end that thread, and the JVM could never exit.
+	 */
+	private synchronized void startKeepAlive() {
+		if (!this.running || this.keepAlive != null) {
 			return;
 		}
 		CountDownLatch stopped = new CountDownLatch(1);
@@ -212,11 +234,6 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		}, "pgqueue-keep-alive");
 		keeper.setDaemon(false);
 		keeper.start();
-		this.notifyListener = new NotifyListener(this.consumerDataSource, this.template.sql().channel(),
-				this::wake, this::wakeAll);
-		this.notifyThread = new Thread(this.notifyListener, "pgqueue-notify");
-		this.notifyThread.setDaemon(true);
-		this.notifyThread.start();
 	}
 
 	/**

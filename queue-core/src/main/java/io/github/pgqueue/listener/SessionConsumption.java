@@ -60,7 +60,12 @@ final class SessionConsumption implements Consumption {
 		if (claim.messages().isEmpty()) {
 			return new Polled(0, false, claim.nextVisibleIn());
 		}
-		dispatch(queue, claim.messages());
+		if (claim.inTurn()) {
+			dispatchInTurn(queue, claim.messages());
+		}
+		else {
+			dispatch(queue, claim.messages());
+		}
 		return new Polled(claim.messages().size(), claim.messages().size() == this.batchSize, null);
 	}
 
@@ -97,6 +102,51 @@ final class SessionConsumption implements Consumption {
 				fatal = delivery.fatal;
 			}
 		}
+		completeKeepingInterrupt(queue, batch);
+		if (fatal != null) {
+			throw new HandlerFatalError(fatal);
+		}
+	}
+
+	/**
+	 * Hands messages whose consumer died to the listener one at a time (a batch listener gets each
+	 * alone), completing each before the next is handed over, as {@link ConsumerSession.Claim#inTurn()}
+	 * requires: if this consumer dies, only the message its handler had is counted again. The rest,
+	 * after a fatal error or once the poller must stop, is given back as in {@link #dispatch}.
+	 */
+	private void dispatchInTurn(String queue, List<ClaimedMessage> messages) {
+		Timer timer = this.metrics.timer(queue);
+		VirtualMachineError fatal = null;
+		Batch rest = new Batch();
+		for (int i = 0; i < messages.size(); i++) {
+			ClaimedMessage message = messages.get(i);
+			if (fatal != null || !this.running.getAsBoolean() || Thread.currentThread().isInterrupted()) {
+				rest.unseen.add(message.id());
+				continue;
+			}
+			if (i > 0 && !this.session.checkAlive()) {
+				logger.warn("Listener '{}' lost its database session while handing out messages of queue '{}' whose "
+						+ "consumer died; the {} not yet handed out are left to other consumers",
+						this.dispatcher.listenerId(), queue, messages.size() - i);
+				throw new LeaseLostException("Session of listener '" + this.dispatcher.listenerId()
+						+ "' ended while it handed out messages in turn");
+			}
+			Delivery delivery = this.dispatcher.isBatch()
+					? this.dispatcher.deliverBatch(List.of(message), timer, true).get(0)
+					: this.dispatcher.deliver(message, timer);
+			Batch one = new Batch();
+			one.add(delivery);
+			completeKeepingInterrupt(queue, one);
+			fatal = delivery.fatal;
+		}
+		completeKeepingInterrupt(queue, rest);
+		if (fatal != null) {
+			throw new HandlerFatalError(fatal);
+		}
+	}
+
+	/** Completes {@code batch}, its statements not cut short by an interrupt of the stop. */
+	private void completeKeepingInterrupt(String queue, Batch batch) {
 		boolean interrupted = Thread.interrupted();
 		try {
 			complete(queue, batch);
@@ -105,9 +155,6 @@ final class SessionConsumption implements Consumption {
 			if (interrupted) {
 				Thread.currentThread().interrupt();
 			}
-		}
-		if (fatal != null) {
-			throw new HandlerFatalError(fatal);
 		}
 	}
 

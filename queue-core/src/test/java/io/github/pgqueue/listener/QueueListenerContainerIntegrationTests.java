@@ -381,6 +381,43 @@ class QueueListenerContainerIntegrationTests {
 		await().atMost(Duration.ofSeconds(10)).until(() -> advisoryLocks() == 0);
 	}
 
+	/**
+	 * The thread that keeps a consuming-only application's JVM alive lives only while the registry
+	 * runs: a container started while the registry is not running (never started, or started once
+	 * the registry stopped, as the dashboard or the endpoint may do during shutdown) starts none,
+	 * since no stop of the registry would ever end it.
+	 */
+	@Test
+	void aContainerStartedWhileTheRegistryIsNotRunningStartsNoKeepAliveThread() {
+		QueueListenerEndpointRegistry neverStarted = new QueueListenerEndpointRegistry(this.template, this.consumerPool,
+				Duration.ofSeconds(5));
+		neverStarted.registerListenerEndpoint(endpoint("never-started", "never-started", 1, AckMode.AUTO,
+				(message, ack) -> {
+				}));
+		assertStartLeavesNoKeepAliveThread(neverStarted.getListenerContainer("never-started"));
+
+		QueueListenerEndpointRegistry stopped = new QueueListenerEndpointRegistry(this.template, this.consumerPool,
+				Duration.ofSeconds(5));
+		stopped.registerListenerEndpoint(endpoint("started-late", "started-late", 1, AckMode.AUTO, (message, ack) -> {
+		}));
+		stopped.start();
+		stopped.stop();
+		assertStartLeavesNoKeepAliveThread(stopped.getListenerContainer("started-late"));
+	}
+
+	private static void assertStartLeavesNoKeepAliveThread(QueueListenerContainer container) {
+		await().atMost(Duration.ofSeconds(5)).until(() -> keepAliveThreads().isEmpty());
+		container.start();
+		try {
+			assertThat(container.isRunning()).isTrue();
+			assertThat(keepAliveThreads()).as("non-daemon threads left to keep the JVM alive").isEmpty();
+		}
+		finally {
+			container.stop();
+		}
+		assertThat(keepAliveThreads()).as("after the container stopped").isEmpty();
+	}
+
 	private static List<Thread> keepAliveThreads() {
 		return Thread.getAllStackTraces().keySet().stream()
 			.filter((thread) -> thread.getName().equals("pgqueue-keep-alive") && thread.isAlive())

@@ -80,6 +80,7 @@ public class JobListener {
 				throw ex;
 			}
 		}
+		this.recorder.recordEnd(message);
 		if (!injects) {
 			return;
 		}

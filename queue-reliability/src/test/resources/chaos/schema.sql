@@ -23,6 +23,9 @@ CREATE TABLE IF NOT EXISTS chaos.delivery (
     recorded_at      timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 
+-- When the handler ended its work, for consumers started with --chaos.record-ends=true.
+ALTER TABLE chaos.delivery ADD COLUMN IF NOT EXISTS ended_at timestamptz;
+
 CREATE TABLE IF NOT EXISTS chaos.fault (
     message_id  bigint      NOT NULL,
     attempt     integer     NOT NULL,

@@ -9,7 +9,7 @@
 -- itself is in their range. So such a removal lowers S's previous_id to P (leave_groups below).
 --
 -- Concurrency. A grouped insert records the group's newest message under the group's lock
--- (order_grouped_insert), so a removal that reads S must not miss an insert that read X: it takes
+-- (group_tail), so a removal that reads S must not miss an insert that read X: it takes
 -- the same lock before it reads the group, and reads it on a snapshot taken after the lock (each
 -- query of a VOLATILE PL/pgSQL function runs on a new snapshot in READ COMMITTED, see V14). Two
 -- removals in one group are serialized by that lock too (each reads the other's fix). A removal of
@@ -30,42 +30,131 @@
 -- first statement, so a removal there could miss a send to the group committed since and leave it
 -- a second head. Removing a grouped message in such a transaction fails saying so (ungrouped ones
 -- are removed as always). A send there records its group's oldest message it sees instead of the
--- newest (order_grouped_insert).
+-- newest (group_tail).
+
+-- The lock namespace in the high half of a bigint, as the single-bigint advisory keys of V7 have it.
+-- IMMUTABLE, though it reads a table, so that it is folded into the plan of the expression that
+-- calls it, once per session: the namespace is fixed when the schema is created (V4). A lock taken
+-- in an assignment of PL/pgSQL is then evaluated without the executor, where PERFORM with a read
+-- of the setting table made a grouped insert's locks cost more than its look-up.
+CREATE FUNCTION "${flyway:defaultSchema}".lock_namespace_key() RETURNS bigint
+    LANGUAGE sql IMMUTABLE AS
+$$
+    SELECT (SELECT lock_namespace FROM "${flyway:defaultSchema}".setting)::bigint << 32
+$$;
 
 -- The advisory-lock key of FIFO group group_key of a queue, or of the whole queue for the empty
 -- group: the lock namespace in the high half, a hash of queue and group in the low half (as V7).
 CREATE FUNCTION "${flyway:defaultSchema}".fifo_lock_key(queue text, group_key text) RETURNS bigint
     LANGUAGE sql STABLE AS
 $$
-    SELECT ((SELECT lock_namespace FROM "${flyway:defaultSchema}".setting)::bigint << 32)
-           | (hashtext($1 || E'\n' || $2)::bigint & 4294967295)
+    SELECT "${flyway:defaultSchema}".lock_namespace_key() | (hashtext($1 || E'\n' || $2)::bigint & 4294967295)
 $$;
 
--- As V15's, with the queue's lock taken shared first (see above).
+-- The message table's id sequence. IMMUTABLE, so that the call, which has no argument, is folded
+-- into the plan of the expression that makes it, once per session, rather than looked up in the
+-- catalogs per row: pg_get_serial_sequence cost 10-20 us per grouped insert. The sequence of an
+-- identity column stays.
+CREATE FUNCTION "${flyway:defaultSchema}".message_id_sequence() RETURNS regclass
+    LANGUAGE sql IMMUTABLE AS
+$$
+    SELECT pg_get_serial_sequence('"${flyway:defaultSchema}".message', 'id')::regclass
+$$;
+
+-- Takes the locks a grouped insert into group of_group of queue of_queue takes (the queue's
+-- shared, then the group's, see above) and returns what the insert records as its previous_id:
+-- the group's newest message, 0 if the group has none (0 bounds nothing, as null does). The
+-- look-up reads a snapshot taken after the lock (a new query of a VOLATILE function in READ
+-- COMMITTED), where every earlier insert into the group has committed.
 --
--- In REPEATABLE READ and SERIALIZABLE the query reads the transaction's snapshot, which may still
--- show a message that has left the group since (acked, cancelled or purged) and miss one sent
--- since: recording that as the newest could make the new message a second head (after a removal of
--- the group's newest message). It records the oldest message of the group it sees: every message
--- of the group now in the queue and older than this one is at or above it (an older one would have
--- committed before it, and be seen), so the head test stays exact; it only steps over more entries.
-CREATE OR REPLACE FUNCTION "${flyway:defaultSchema}".order_grouped_insert() RETURNS trigger
-    LANGUAGE plpgsql SET enable_seqscan = off AS
+-- One descent of the group index whatever the statistics say. Written as "max(id) where queue =
+-- .. and group_key = ..", the look-up was planned on a table analyzed while full and then drained
+-- and analyzed empty (what autovacuum's analyze leaves once a queue drains: pages, no rows, so
+-- every plan looks free) as a bitmap scan of the queue in the claim index with the group as a
+-- filter, and once the drained table was vacuumed as well as a backward walk of the primary key
+-- testing queue and group on each row: every grouped insert read its queue (or the other groups'
+-- newer messages), and a bulk grouped insert was quadratic. enable_seqscan = off rules out
+-- neither. With equalities on queue and group every ordering on them is redundant, so any index in
+-- id order serves "order by id desc limit 1" as well as the group index does. Here the queue is
+-- compared with "= ANY (ARRAY[..])", which the group index takes as a key of its first column but
+-- the planner does not treat as an equality, and the order asked for is (queue, id): only the
+-- group index gives it (group_key being equal to a constant), and with sorts disabled every other
+-- plan needs a disabled Sort node. The function's settings apply when its query is planned.
+--
+-- In REPEATABLE READ and SERIALIZABLE the look-up reads the transaction's snapshot, which may
+-- still show a message that has left the group since (acked, cancelled or purged) and miss one
+-- sent since: recording that as the newest could make the new message a second head (after a
+-- removal of the group's newest message). It returns the oldest message of the group it sees:
+-- every message of the group now in the queue and older than the new one is at or above it (an
+-- older one would have committed before it, and be seen), so the head test stays exact; it only
+-- steps over more entries.
+CREATE FUNCTION "${flyway:defaultSchema}".group_tail(of_queue text, of_group text) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE SET enable_seqscan = off SET enable_sort = off SET enable_incremental_sort = off AS
 $$
 DECLARE
-    namespace bigint := (SELECT lock_namespace FROM "${flyway:defaultSchema}".setting)::bigint << 32;
+    locked boolean;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(namespace | (hashtext(NEW.queue || E'\n')::bigint & 4294967295)),
-            pg_advisory_xact_lock(namespace | (hashtext(NEW.queue || E'\n' || NEW.group_key)::bigint & 4294967295));
-    NEW.id := nextval(pg_get_serial_sequence(format('%I.message', TG_TABLE_SCHEMA), 'id'));
+    -- Assignments rather than PERFORM: evaluated as expressions (see lock_namespace_key); the result is void.
+    locked := pg_advisory_xact_lock_shared("${flyway:defaultSchema}".lock_namespace_key()
+                                           | (hashtext(of_queue || E'\n')::bigint & 4294967295)) IS NULL;
+    locked := pg_advisory_xact_lock("${flyway:defaultSchema}".lock_namespace_key()
+                                    | (hashtext(of_queue || E'\n' || of_group)::bigint & 4294967295)) IS NULL;
     IF current_setting('transaction_isolation') = 'read committed' THEN
-        NEW.previous_id := (SELECT max(o.id) FROM "${flyway:defaultSchema}".message o
-                             WHERE o.queue = NEW.queue AND o.group_key = NEW.group_key);
-    ELSE
-        NEW.previous_id := (SELECT min(o.id) FROM "${flyway:defaultSchema}".message o
-                             WHERE o.queue = NEW.queue AND o.group_key = NEW.group_key);
+        RETURN COALESCE((SELECT o.id FROM "${flyway:defaultSchema}".message o
+                          WHERE o.queue = ANY (ARRAY[of_queue]) AND o.group_key = of_group
+                          ORDER BY o.queue DESC, o.id DESC LIMIT 1), 0);
     END IF;
+    RETURN COALESCE((SELECT o.id FROM "${flyway:defaultSchema}".message o
+                      WHERE o.queue = ANY (ARRAY[of_queue]) AND o.group_key = of_group
+                      ORDER BY o.queue, o.id LIMIT 1), 0);
+END
+$$;
+
+-- As V15's, through group_tail: the locks, then the id, then previous_id (null for none, as before).
+CREATE OR REPLACE FUNCTION "${flyway:defaultSchema}".order_grouped_insert() RETURNS trigger
+    LANGUAGE plpgsql AS
+$$
+BEGIN
+    NEW.previous_id := NULLIF("${flyway:defaultSchema}".group_tail(NEW.queue, NEW.group_key), 0);
+    NEW.id := nextval("${flyway:defaultSchema}".message_id_sequence());
     RETURN NEW;
+END
+$$;
+
+-- A row that comes with its previous_id was ordered by the statement that inserts it
+-- (send_batch_to_group): the trigger leaves it alone. previous_id is pgqueue's own column: a plain
+-- INSERT leaves it out.
+DROP TRIGGER message_grouped_insert ON "${flyway:defaultSchema}".message;
+CREATE TRIGGER message_grouped_insert
+    BEFORE INSERT ON "${flyway:defaultSchema}".message
+    FOR EACH ROW WHEN (NEW.group_key IS NOT NULL AND NEW.previous_id IS NULL)
+    EXECUTE FUNCTION "${flyway:defaultSchema}".order_grouped_insert();
+
+-- QueueTemplate.sendBatch to a FIFO group: the batch's messages in payload order, their ids drawn
+-- after the group's locks, each recording the one before it as its previous_id and the first the
+-- group's tail. The trigger's work once per batch rather than once per row: a PL/pgSQL trigger
+-- call per row, with its look-up, made a grouped batch of 100 cost three times an ungrouped one.
+CREATE FUNCTION "${flyway:defaultSchema}".send_batch_to_group(of_queue text, batch_headers jsonb, batch_priority integer,
+                                                          not_before timestamptz, delay_ms bigint,
+                                                          batch_max_attempts integer, of_group text,
+                                                          payloads text[])
+    RETURNS SETOF bigint
+    LANGUAGE plpgsql VOLATILE AS
+$$
+DECLARE
+    tail bigint := "${flyway:defaultSchema}".group_tail(of_queue, of_group);
+BEGIN
+    RETURN QUERY
+    INSERT INTO "${flyway:defaultSchema}".message (id, queue, payload, headers, priority, visible_at, max_attempts,
+                                                   group_key, previous_id)
+    SELECT b.id, of_queue, b.payload::jsonb, batch_headers, batch_priority,
+           COALESCE(not_before, now() + delay_ms * interval '1 millisecond'), batch_max_attempts, of_group,
+           COALESCE(lag(b.id) OVER (ORDER BY b.n), tail)
+      FROM (SELECT nextval("${flyway:defaultSchema}".message_id_sequence()) AS id, p.payload, p.n
+              FROM unnest(payloads) WITH ORDINALITY AS p(payload, n)
+             ORDER BY p.n) b
+     ORDER BY b.n
+    RETURNING id;
 END
 $$;
 
@@ -91,12 +180,8 @@ $$;
 -- id order, in runs with no message still in the queue between them: for each run, S is the first
 -- message still in the queue after it and P the newest one before it (at or above the run's first
 -- previous_id, by the invariant); S's previous_id is lowered to P if it is higher. No P: the run
--- began at the head, S is the head now. Probes of the group index, one descent each: the queue is
--- compared with "= ANY (ARRAY[..])", which the group index takes as a key of its first column but
--- the planner does not treat as an equality, and the order asked for is (queue, id), which only
--- the group index gives (group_key equal to a constant); with sorts disabled no other plan is
--- left, whatever the statistics say (an equality on the queue would make the primary key, walked
--- in id order, serve as well).
+-- began at the head, S is the head now. Probes of the group index, one descent each whatever the
+-- statistics say, shaped as group_tail's look-up for the same reason.
 CREATE FUNCTION "${flyway:defaultSchema}".leave_groups(left_ids bigint[], left_queues text[], left_groups text[],
                                                    left_previous bigint[]) RETURNS void
     LANGUAGE plpgsql VOLATILE SET enable_seqscan = off SET enable_sort = off SET enable_incremental_sort = off AS

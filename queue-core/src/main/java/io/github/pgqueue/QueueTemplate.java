@@ -190,9 +190,10 @@ public final class QueueTemplate implements QueueOperations {
 			}
 			return ids;
 		}
-		List<Long> ids = write(queue, () -> this.jdbc.execute(this.sql.sendBatch(), (PreparedStatement ps) -> {
-			// sendBatch's parameters: 1 queue, 2 headers, 3 priority, 4 not-before, 5 delay, 6 max,
-			// 7 group, 8 payloads
+		String statement = (options.group() != null) ? this.sql.sendGroupedBatch() : this.sql.sendBatch();
+		List<Long> ids = write(queue, () -> this.jdbc.execute(statement, (PreparedStatement ps) -> {
+			// sendBatch's and sendGroupedBatch's parameters: 1 queue, 2 headers, 3 priority, 4 not-before,
+			// 5 delay, 6 max, 7 group, 8 payloads
 			ps.setString(1, queue);
 			ps.setString(2, MessageHeaders.write(headers));
 			ps.setInt(3, options.priority());

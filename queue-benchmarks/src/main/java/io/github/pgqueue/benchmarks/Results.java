@@ -15,8 +15,8 @@ import java.util.stream.Stream;
  */
 final class Results {
 
-	/** pgqueue's systems: one per consumption mode. */
-	static final List<String> MINE = List.of("pgqueue", "pgqueue-tx", "pgqueue-tx-fifo");
+	/** pgqueue's systems: one per consumption mode, and their FIFO-grouped variants. */
+	static final List<String> MINE = List.of("pgqueue", "pgqueue-tx", "pgqueue-tx-fifo", "pgqueue-fifo");
 
 	static final List<String> OTHERS = List.of("raw-sql", "raw-sql-same-guarantee", "spring-integration-jdbc",
 			"db-queue");
@@ -46,10 +46,11 @@ final class Results {
 			}
 			Map<String, Double> ratio = new LinkedHashMap<>();
 			// Each variant is compared with the one it varies first: pgqueue-tx with pgqueue,
-			// pgqueue-tx-fifo with pgqueue-tx.
+			// pgqueue-tx-fifo with pgqueue-tx, pgqueue-fifo (grouped sends) with pgqueue.
 			List<String> others = switch (mine.system()) {
 				case "pgqueue-tx" -> Stream.concat(Stream.of("pgqueue"), OTHERS.stream()).toList();
 				case "pgqueue-tx-fifo" -> Stream.concat(Stream.of("pgqueue-tx"), OTHERS.stream()).toList();
+				case "pgqueue-fifo" -> Stream.concat(Stream.of("pgqueue"), OTHERS.stream()).toList();
 				default -> OTHERS;
 			};
 			for (String other : others) {

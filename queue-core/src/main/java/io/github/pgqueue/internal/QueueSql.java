@@ -472,6 +472,8 @@ public final class QueueSql {
 
 	private final String sendBatch;
 
+	private final String sendGroupedBatch;
+
 	private final String sendPlain;
 
 	private final String sendDeduplicated;
@@ -585,6 +587,12 @@ public final class QueueSql {
 				  FROM unnest(?::text[]) WITH ORDINALITY AS p(payload, n)
 				 ORDER BY p.n
 				RETURNING id""".formatted(s);
+
+		// sendBatch's parameters, for a FIFO group (7): the batch's rows come with their
+		// previous_id, ordered once per batch rather than by the insert trigger once per row (see
+		// V16__group_removals.sql).
+		this.sendGroupedBatch = "SELECT b.id FROM %s.send_batch_to_group(?, ?::jsonb, ?, ?, ?, ?, ?, ?::text[]) AS b(id)"
+			.formatted(s);
 
 		// 1 queue, 2 queue (paused?), 3 queue, 4 queue, 5 may take a message whose consumer died,
 		// 6 namespace, 7 queue, 8 queue, 9 queue, 10 session key, 11 namespace, 12 payload limit in
@@ -1140,6 +1148,10 @@ public final class QueueSql {
 
 	public String sendBatch() {
 		return this.sendBatch;
+	}
+
+	public String sendGroupedBatch() {
+		return this.sendGroupedBatch;
 	}
 
 	/**

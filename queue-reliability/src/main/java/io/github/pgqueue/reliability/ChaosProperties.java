@@ -9,9 +9,12 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
  * consumer's own sessions so that terminating those does not touch the record
  * @param username database user of the recorder
  * @param listener {@code job} for {@link Job} payloads, {@code untyped} for whatever JSON arrives
+ * @param recordEnds whether a handler also records when it ends ({@code chaos.delivery.ended_at}),
+ * for scenarios that check that no two messages of a FIFO group were handled at once
  */
 @ConfigurationProperties("chaos")
-public record ChaosProperties(String consumer, String recorderUrl, String username, String listener) {
+public record ChaosProperties(String consumer, String recorderUrl, String username, String listener,
+		boolean recordEnds) {
 
 	public ChaosProperties {
 		if (consumer == null || recorderUrl == null) {

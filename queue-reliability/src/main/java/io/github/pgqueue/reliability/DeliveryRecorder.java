@@ -48,6 +48,18 @@ public class DeliveryRecorder implements DisposableBean {
 	}
 
 	/**
+	 * Records that the handler of {@code message} has ended its work, if this consumer was told to
+	 * ({@code --chaos.record-ends=true}); committed when this returns, before the ack.
+	 */
+	public void recordEnd(QueueMessage<?> message) {
+		if (this.properties.recordEnds()) {
+			this.jdbc.update("UPDATE chaos.delivery SET ended_at = clock_timestamp() "
+					+ "WHERE message_id = ? AND attempt = ? AND consumer = ?", message.id(), message.attempt(),
+					this.properties.consumer());
+		}
+	}
+
+	/**
 	 * Records every claim held by the session that holds {@code messageId} as faulted, then
 	 * terminates that session and waits until it is gone.
 	 */

@@ -81,6 +81,7 @@ public class JobListener {
 				throw ex;
 			}
 		}
+		this.recorder.recordEnd(message);
 		if (!injects) {
 			return;
 		}

@@ -115,6 +115,8 @@ final class ChaosChecker {
 					: dead ? null : Verdict.lost("not dead-lettered");
 			case UNTOUCHED -> !seen.isEmpty() ? Verdict.unexpected("delivered although no consumer should have run")
 					: (left.size() == 1 && left.get(0).attempts() == 0 && !dead) ? null : Verdict.lost("touched");
+			case REMOVED -> !seen.isEmpty() ? Verdict.unexpected("delivered although removed")
+					: !left.isEmpty() ? Verdict.lost("not removed") : null;
 		};
 	}
 

@@ -13,6 +13,9 @@ enum Outcome {
 	DEAD_UNDELIVERED,
 
 	/** Still in its queue, never claimed: the consumer that was meant to take it did not start. */
-	UNTOUCHED
+	UNTOUCHED,
+
+	/** Taken out of its queue unhandled (cancelled or purged): never delivered, no row left. */
+	REMOVED
 
 }

@@ -50,6 +50,9 @@ final class Producer implements AutoCloseable {
 	/** The FIFO group of each key, or null for none. */
 	private LongFunction<String> groups;
 
+	/** How long each key's message is delayed. */
+	private LongFunction<Duration> delays = (key) -> Duration.ZERO;
+
 	Producer(ChaosDatabase database, String queue, LongFunction<Job> jobs) {
 		this.database = database;
 		this.queue = queue;
@@ -64,6 +67,12 @@ final class Producer implements AutoCloseable {
 	 */
 	Producer inGroups(LongFunction<String> groups) {
 		this.groups = groups;
+		return this;
+	}
+
+	/** Delays each job's message by what {@code delays} says for its key (sends in groups only). */
+	Producer delayed(LongFunction<Duration> delays) {
+		this.delays = delays;
 		return this;
 	}
 
@@ -158,8 +167,10 @@ final class Producer implements AutoCloseable {
 		List<Job> unsent = List.of(job);
 		while (!unsent.isEmpty()) {
 			try {
-				this.messageIds.add(this.template.send(this.queue, job,
-						SendOptions.builder().group(this.groups.apply(job.key())).build()));
+				this.messageIds.add(this.template.send(this.queue, job, SendOptions.builder()
+					.group(this.groups.apply(job.key()))
+					.delay(this.delays.apply(job.key()))
+					.build()));
 				this.sent.add(job.key());
 				return;
 			}

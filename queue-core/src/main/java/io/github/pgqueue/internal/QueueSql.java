@@ -362,7 +362,8 @@ public final class QueueSql {
 	 * they are handed out in turn ({in_turn}, see V18__orphans_in_turn_and_role_oids.sql). Several
 	 * suspects of one dead session can be claimed at once, so its row loses them all in one change;
 	 * a row of messages handed out in turn whose first is claimed is emptied: the others were never
-	 * handed to a handler, and must not become its first. The list is written only when it
+	 * handed to a handler, and must not become its first (a claim without suspects does not read
+	 * the holding rows: the EXISTS is tested once, before them). The list is written only when it
 	 * changes: an idle poll writes nothing.
 	 */
 	private static final String HOLDING_OF_A_CLAIM = """
@@ -372,7 +373,7 @@ public final class QueueSql {
 			                      ELSE ARRAY(SELECT i FROM unnest(h.ids) WITH ORDINALITY AS t(i, n)
 			                                  WHERE i <> ALL (u.ids) ORDER BY n) END
 			      FROM (SELECT ARRAY(SELECT id FROM %1$s WHERE suspect) AS ids) u
-			     WHERE h.ids && u.ids
+			     WHERE EXISTS (SELECT 1 FROM %1$s WHERE suspect) AND h.ids && u.ids
 			),
 			recorded AS (
 			    UPDATE %%1$s.holding h

@@ -10,7 +10,8 @@ interface Consumption extends AutoCloseable {
 
 	/**
 	 * Claims a batch from {@code queue}, hands each message to the listener and completes the
-	 * batch. With {@code mayTakeSuspects}, messages whose consumer died may be claimed (each alone).
+	 * batch. With {@code mayTakeSuspects}, messages whose consumer died may be claimed, without the
+	 * others, and are handed to the listener one at a time, each completed before the next.
 	 * Rethrows a {@link VirtualMachineError} of a handler, as {@link HandlerFatalError}, once the batch
 	 * is completed.
 	 */

@@ -150,6 +150,20 @@ class OrphanRecoveryIntegrationTests {
 			.allSatisfy((id, seen) -> assertThat(seen).containsExactly(2));
 	}
 
+	@Test
+	void aBatchListenerGetsOrphansOneAtATime() {
+		List<Long> orphans = orphans("orphan-batches", 5);
+		List<List<Long>> batches = new java.util.concurrent.CopyOnWriteArrayList<>();
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.batch("orphan-batches", List.of("orphan-batches"), 1,
+				true, Integer.class, (messages) -> batches.add(messages.stream().map((m) -> m.id()).toList()),
+				new DefaultQueueErrorHandler(), 10, Duration.ofMillis(100), io.github.pgqueue.ConsumptionMode.SESSION,
+				Duration.ofSeconds(30)));
+		this.registry.start();
+		await().atMost(Duration.ofSeconds(20)).until(() -> this.jdbc.queryForObject(
+				"SELECT count(*) FROM pgqueue.message WHERE queue = 'orphan-batches'", Long.class) == 0);
+		assertThat(batches).as("each orphan alone, in turn").containsExactlyElementsOf(orphans.stream().map(List::of).toList());
+	}
+
 	private String queueOf(long id) {
 		List<String> queues = this.jdbc.queryForList("SELECT queue FROM pgqueue.message WHERE id = ?", String.class, id);
 		return queues.isEmpty() ? null : queues.get(0);

@@ -56,7 +56,7 @@ class DashboardGroupedRedriveIntegrationTests {
 			long last = deadLetter();
 			try (Lease<Object> head = queues.receive("api.dlq", Object.class).orElseThrow()) {
 				assertThat(head.message().id()).isEqualTo(first);
-				mvc.perform(post("/pgqueue/api/dead-letters/redrive").with(this.admin).with(csrf())
+				mvc.perform(post("/pgqueue/api/dead-letters/redrive").with(this.admin).with(csrf()).with(DashboardWrites.fromThePage())
 					.contentType(MediaType.APPLICATION_JSON)
 					.content("{\"ids\":[" + middle + "]}")).andExpect(jsonPath("$.moved").value(1));
 				assertThat(queues.receive("api.dlq", Object.class)).as("the last one while the first is held").isEmpty();

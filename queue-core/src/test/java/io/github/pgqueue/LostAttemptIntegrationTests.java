@@ -75,6 +75,24 @@ class LostAttemptIntegrationTests {
 		assertLateSessionClaimCountsTheLostAttempt((session, id) -> session.claim("late", 10));
 	}
 
+	/**
+	 * The same under a database whose default isolation is REPEATABLE READ: the late claim's
+	 * session runs in READ COMMITTED all the same, so listed_by_the_dead reads the holding table on
+	 * a snapshot of its own, taken after the claim's locks, and sees the dead holder's row.
+	 */
+	@Test
+	void aBatchClaimCountsTheLateHoldersAttemptWhenTheDatabaseDefaultIsRepeatableRead() throws Exception {
+		this.jdbc.execute("ALTER DATABASE postgres SET default_transaction_isolation = 'repeatable read'");
+		try {
+			assertThat(new JdbcTemplate(latecomer()).queryForObject("SHOW transaction_isolation", String.class))
+				.as("the default of a new connection").isEqualTo("repeatable read");
+			assertLateSessionClaimCountsTheLostAttempt((session, id) -> session.claim("late", 10));
+		}
+		finally {
+			this.jdbc.execute("ALTER DATABASE postgres RESET default_transaction_isolation");
+		}
+	}
+
 	@Test
 	void aClaimByIdCountsTheAttemptOfAHolderThatClaimedAndDiedAfterItsSnapshot() throws Exception {
 		assertLateSessionClaimCountsTheLostAttempt((session, id) -> session.claimById("late", id));

@@ -52,6 +52,9 @@ public final class ConsumerSession implements AutoCloseable {
 	/** The key of this session's row in the holding table, which lists what it holds. */
 	private final long sessionKey;
 
+	/** The connection's default isolation before this session pinned READ COMMITTED; given back on close. */
+	private final String defaultIsolation;
+
 	private final int maxPayloadBytes;
 
 	private final Set<Long> held = new LinkedHashSet<>();
@@ -109,7 +112,14 @@ public final class ConsumerSession implements AutoCloseable {
 			connection.setAutoCommit(true);
 		}
 		try (Statement statement = connection.createStatement()) {
-			statement.execute(QueueSql.INDEX_PLANS);
+			boolean rows = statement.execute(QueueSql.INDEX_PLANS + ";\n" + QueueSql.READ_COMMITTED);
+			while (!rows && statement.getUpdateCount() != -1) {
+				rows = statement.getMoreResults(); // past the planner settings
+			}
+			try (ResultSet rs = statement.getResultSet()) {
+				rs.next();
+				this.defaultIsolation = rs.getString(1);
+			}
 		}
 		try (PreparedStatement ps = connection.prepareStatement(sql.openSession()); ResultSet rs = ps.executeQuery()) {
 			rs.next();
@@ -658,14 +668,15 @@ public final class ConsumerSession implements AutoCloseable {
 	}
 
 	/**
-	 * Deletes this session's holding row and gives the connection its own planner settings back,
-	 * for the pool's next borrower; false if that failed.
+	 * Deletes this session's holding row and gives the connection its own isolation and planner
+	 * settings back, for the pool's next borrower; false if that failed.
 	 */
 	private boolean endCleanly() {
 		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.closeSession());
 				Statement statement = this.connection.createStatement()) {
 			ps.setLong(1, this.sessionKey);
-			ps.executeUpdate();
+			ps.setString(2, this.defaultIsolation);
+			ps.execute();
 			statement.execute(QueueSql.DEFAULT_PLANS);
 			return true;
 		}

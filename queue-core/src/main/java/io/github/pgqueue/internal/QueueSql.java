@@ -32,6 +32,24 @@ public final class QueueSql {
 	public static final String DEFAULT_PLANS = "RESET enable_seqscan; RESET plan_cache_mode";
 
 	/**
+	 * Run on a consumer session's connection before its statements: they run in READ COMMITTED
+	 * whatever the default isolation of the database, the role or the pool. The protocol depends on
+	 * it: a claim's re-check and the suspect tests read rows as they are now, each query of
+	 * listed_by_the_dead (V14) must see what committed before it, and under REPEATABLE READ or
+	 * SERIALIZABLE claims and completions fail on rows other consumers changed. Returns the default
+	 * it replaced, given back when the session closes.
+	 */
+	public static final String READ_COMMITTED = "SELECT current_setting('default_transaction_isolation'), "
+			+ "set_config('default_transaction_isolation', 'read committed', false)";
+
+	/**
+	 * The first statement of a transactional consumer's transaction, in the claim's round trip:
+	 * READ COMMITTED for that transaction, as {@link #READ_COMMITTED} for a session; the handlers
+	 * run in it too. PostgreSQL refuses it only after a query in a transaction of another level.
+	 */
+	public static final String READ_COMMITTED_TRANSACTION = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
+
+	/**
 	 * {@code statement} planned as {@link #INDEX_PLANS} says, in a transaction that runs other code
 	 * (a transactional consumer's handlers): the settings are the transaction's only while the
 	 * statement is planned, then back to the connection's defaults, all in one round trip. The
@@ -1062,8 +1080,11 @@ public final class QueueSql {
 				)
 				INSERT INTO %1$s.holding (pid) VALUES (pg_backend_pid()) RETURNING session, pid""").formatted(s);
 
-		// 1 session key. A session that holds nothing ends.
-		this.closeSession = "DELETE FROM %s.holding WHERE session = ?".formatted(s);
+		// 1 session key, 2 the connection's default isolation to give back. A session that holds
+		// nothing ends.
+		this.closeSession = """
+				WITH gone AS (DELETE FROM %s.holding WHERE session = ?)
+				SELECT set_config('default_transaction_isolation', ?, false)""".formatted(s);
 
 		// 1 queue.
 		this.deadLetterQueue = "SELECT dead_letter_queue FROM %s.queue WHERE name = ?".formatted(s);

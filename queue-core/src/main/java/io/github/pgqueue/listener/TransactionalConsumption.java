@@ -161,17 +161,24 @@ final class TransactionalConsumption implements Consumption {
 		this.transactions = new TransactionTemplate(transactionManager);
 		this.transactions.setName("pgqueue-" + endpoint.id());
 		this.transactions.setTimeout((int) Math.max(1, (this.timeout.toMillis() + 999) / 1000));
-		this.claimThenSavepoint = QueueSql.withIndexPlans(this.sql.transactionalClaim(this.batchSize,
-				this.filter != null)) + ";\nSAVEPOINT " + CLAIMED;
-		this.cursorClaimThenSavepoint = QueueSql.withIndexPlans(this.sql.transactionalClaimAfter(this.batchSize,
-				this.filter != null)) + ";\nSAVEPOINT " + CLAIMED;
-		this.scanningClaimThenSavepoint = QueueSql.withIndexPlans(this.sql.transactionalClaim(this.batchSize,
-				this.filter != null, false, true)) + ";\nSAVEPOINT " + CLAIMED;
-		this.scanningCursorClaimThenSavepoint = QueueSql.withIndexPlans(this.sql.transactionalClaim(this.batchSize,
-				this.filter != null, true, true)) + ";\nSAVEPOINT " + CLAIMED;
+		this.claimThenSavepoint = claimThenSavepoint(this.sql.transactionalClaim(this.batchSize, this.filter != null));
+		this.cursorClaimThenSavepoint = claimThenSavepoint(this.sql.transactionalClaimAfter(this.batchSize,
+				this.filter != null));
+		this.scanningClaimThenSavepoint = claimThenSavepoint(this.sql.transactionalClaim(this.batchSize,
+				this.filter != null, false, true));
+		this.scanningCursorClaimThenSavepoint = claimThenSavepoint(this.sql.transactionalClaim(this.batchSize,
+				this.filter != null, true, true));
 		this.ack = QueueSql.withIndexPlans(this.sql.transactionalAck());
 		this.retry = QueueSql.withIndexPlans(this.sql.transactionalRetry());
 		this.deadLetter = QueueSql.withIndexPlans(this.sql.transactionalDeadLetter());
+	}
+
+	/**
+	 * A claim's round trip: READ COMMITTED for the transaction (it is its first statement), the
+	 * claim and the savepoint before the handlers.
+	 */
+	private static String claimThenSavepoint(String claim) {
+		return QueueSql.READ_COMMITTED_TRANSACTION + ";\n" + QueueSql.withIndexPlans(claim) + ";\nSAVEPOINT " + CLAIMED;
 	}
 
 	@Override
@@ -628,10 +635,15 @@ final class TransactionalConsumption implements Consumption {
 		long deadline = System.nanoTime() + this.timeout.toNanos();
 		Connection connection = DataSourceUtils.getConnection(this.dataSource);
 		Batch batch = new Batch();
-		try (PreparedStatement ps = connection.prepareStatement(this.sql.lockClaimed())) {
+		try (PreparedStatement ps = connection.prepareStatement(QueueSql.READ_COMMITTED_TRANSACTION + ";\n"
+				+ this.sql.lockClaimed())) {
 			ps.setLong(1, message.id());
 			ps.setString(2, queue);
-			try (ResultSet rs = ps.executeQuery()) {
+			boolean rows = ps.execute();
+			while (!rows && ps.getUpdateCount() != -1) {
+				rows = ps.getMoreResults(); // past the isolation
+			}
+			try (ResultSet rs = ps.getResultSet()) {
 				if (!rs.next()) {
 					return batch; // deleted or moved by hand meanwhile
 				}

@@ -1,0 +1,140 @@
+package io.github.pgqueue.listener;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
+
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.pgqueue.AckMode;
+import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueDefinition;
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.PostgresExtension;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.slf4j.LoggerFactory;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Consumers run their statements in READ COMMITTED whatever the database's default isolation
+ * (the claim's re-check, the suspect tests and V14's fresh snapshot all depend on it): a drain by
+ * concurrent consumers of a database whose default is serializable or repeatable read delivers
+ * every message once, at its first attempt, with no failed statement. The database default is
+ * put back after each test.
+ */
+@ExtendWith(PostgresExtension.class)
+class DefaultIsolationIntegrationTests {
+
+	private static final int TOTAL = 10_000;
+
+	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
+
+	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
+
+	private final ListAppender<ILoggingEvent> warnings = new ListAppender<>();
+
+	private final Logger pgqueueLogger = (Logger) LoggerFactory.getLogger("io.github.pgqueue");
+
+	private HikariDataSource app;
+
+	private HikariDataSource consumerPool;
+
+	private QueueListenerEndpointRegistry registry;
+
+	@AfterEach
+	void restore() {
+		try {
+			if (this.registry != null) {
+				this.registry.stop();
+			}
+			if (this.consumerPool != null) {
+				this.consumerPool.close();
+			}
+			if (this.app != null) {
+				this.app.close();
+			}
+		}
+		finally {
+			this.pgqueueLogger.detachAppender(this.warnings);
+			this.jdbc.execute("ALTER DATABASE postgres RESET default_transaction_isolation");
+		}
+	}
+
+	@ParameterizedTest
+	@ValueSource(strings = { "serializable", "repeatable read" })
+	void transactionalConsumersDeadLetterNothingWhenNoHandlerFailsWhateverTheDefaultIsolation(String isolation) {
+		Map<Long, AtomicInteger> runs = drain(isolation, ConsumptionMode.TRANSACTIONAL);
+		assertThat(runs).as("messages handled").hasSize(TOTAL);
+		assertThat(runs.values()).as("runs per message").allSatisfy((n) -> assertThat(n).hasValue(1));
+		assertThat(count("SELECT count(*) FROM pgqueue.message WHERE queue = 'iso.dlq'")).as("dead-lettered").isZero();
+		assertThat(this.warnings.list).as("warnings").isEmpty();
+	}
+
+	@ParameterizedTest
+	@ValueSource(strings = { "serializable", "repeatable read" })
+	void sessionConsumersNeitherFailNorRedeliverWhateverTheDefaultIsolation(String isolation) {
+		Map<Long, AtomicInteger> runs = drain(isolation, ConsumptionMode.SESSION);
+		assertThat(runs).as("messages handled").hasSize(TOTAL);
+		assertThat(runs.values()).as("runs per message").allSatisfy((n) -> assertThat(n).hasValue(1));
+		assertThat(count("SELECT count(*) FROM pgqueue.message WHERE queue = 'iso.dlq'")).as("dead-lettered").isZero();
+		assertThat(this.warnings.list).as("warnings (failed claims and completions)").isEmpty();
+	}
+
+	/**
+	 * Sets the database's default isolation, sends {@link #TOTAL} messages to a queue whose messages
+	 * have one attempt, and drains it with four pollers of batch 10 on connections opened since;
+	 * how often each message's handler ran (handlers never fail).
+	 */
+	private Map<Long, AtomicInteger> drain(String isolation, ConsumptionMode mode) {
+		this.jdbc.execute("ALTER DATABASE postgres SET default_transaction_isolation = '" + isolation + "'");
+		this.app = this.postgres.pool("iso-app", 8);
+		this.consumerPool = this.postgres.pool("iso-consumers", 8);
+		assertThat(new JdbcTemplate(this.consumerPool).queryForObject("SHOW transaction_isolation", String.class))
+			.as("the default of a new connection").isEqualTo(isolation);
+		this.warnings.start();
+		this.warnings.addFilter(new ch.qos.logback.core.filter.Filter<>() {
+			@Override
+			public ch.qos.logback.core.spi.FilterReply decide(ILoggingEvent event) {
+				return event.getLevel().isGreaterOrEqual(Level.WARN) ? ch.qos.logback.core.spi.FilterReply.NEUTRAL
+						: ch.qos.logback.core.spi.FilterReply.DENY;
+			}
+		});
+		this.pgqueueLogger.addAppender(this.warnings);
+
+		QueueTemplate template = QueueTemplate.builder(this.app).build();
+		template.declare(QueueDefinition.of("iso").withMaxAttempts(1));
+		List<Integer> payloads = IntStream.range(0, TOTAL).boxed().toList();
+		for (int i = 0; i < TOTAL; i += 1000) {
+			template.sendBatch("iso", payloads.subList(i, i + 1000));
+		}
+		Map<Long, AtomicInteger> runs = new ConcurrentHashMap<>();
+		this.registry = new QueueListenerEndpointRegistry(template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("iso", List.of("iso"), 4, AckMode.AUTO, true,
+				Integer.class, (message, ack) -> runs.computeIfAbsent(message.id(), (id) -> new AtomicInteger())
+					.incrementAndGet(),
+				new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode, Duration.ofSeconds(30)));
+		this.registry.start();
+		await().atMost(Duration.ofSeconds(120)).until(() -> count("SELECT count(*) FROM pgqueue.message WHERE queue = 'iso'") == 0);
+		this.registry.stop();
+		return runs;
+	}
+
+	private long count(String sql) {
+		return this.jdbc.queryForObject(sql, Long.class);
+	}
+
+}

@@ -158,7 +158,7 @@ class FailedStatementIntegrationTests {
 			}
 			CompletableFuture<CancelResult> cancel = CompletableFuture.supplyAsync(() -> this.template.cancel("race", id));
 			await().atMost(java.time.Duration.ofSeconds(5)).until(() -> this.jdbc.queryForObject(
-					"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE%'",
+					"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%cancel_message%'",
 					Long.class) == 1);
 			consumer.commit();
 			CancelResult result = cancel.get(5, TimeUnit.SECONDS);

@@ -34,9 +34,9 @@
 
 -- The lock namespace in the high half of a bigint, as the single-bigint advisory keys of V7 have it.
 -- IMMUTABLE, though it reads a table, so that it is folded into the plan of the expression that
--- calls it, once per session: the namespace is fixed when the schema is created (V4). A lock taken
--- in an assignment of PL/pgSQL is then evaluated without the executor, where PERFORM with a read
--- of the setting table made a grouped insert's locks cost more than its look-up.
+-- calls it, once per session: the namespace is fixed when the schema is created (V4). A grouped
+-- insert's locks are then plain expressions, which PL/pgSQL evaluates without starting the
+-- executor, as a query reading the setting table per row (V7's) needs it.
 CREATE FUNCTION "${flyway:defaultSchema}".lock_namespace_key() RETURNS bigint
     LANGUAGE sql IMMUTABLE AS
 $$
@@ -53,8 +53,8 @@ $$;
 
 -- The message table's id sequence. IMMUTABLE, so that the call, which has no argument, is folded
 -- into the plan of the expression that makes it, once per session, rather than looked up in the
--- catalogs per row: pg_get_serial_sequence cost 10-20 us per grouped insert. The sequence of an
--- identity column stays.
+-- catalogs per grouped insert (pg_get_serial_sequence scans pg_depend; in a bulk grouped insert
+-- that was a good part of the trigger's time). The sequence of an identity column stays.
 CREATE FUNCTION "${flyway:defaultSchema}".message_id_sequence() RETURNS regclass
     LANGUAGE sql IMMUTABLE AS
 $$
@@ -94,7 +94,8 @@ $$
 DECLARE
     locked boolean;
 BEGIN
-    -- Assignments rather than PERFORM: evaluated as expressions (see lock_namespace_key); the result is void.
+    -- Assignments rather than PERFORM, so that they are evaluated as expressions (see
+    -- lock_namespace_key); the locks return void, which is not null.
     locked := pg_advisory_xact_lock_shared("${flyway:defaultSchema}".lock_namespace_key()
                                            | (hashtext(of_queue || E'\n')::bigint & 4294967295)) IS NULL;
     locked := pg_advisory_xact_lock("${flyway:defaultSchema}".lock_namespace_key()
@@ -110,7 +111,8 @@ BEGIN
 END
 $$;
 
--- As V15's, through group_tail: the locks, then the id, then previous_id (null for none, as before).
+-- As V15's, through group_tail: the locks and the look-up, then the id, drawn under the group's
+-- lock as V7 requires; previous_id null when the group had no message, as before.
 CREATE OR REPLACE FUNCTION "${flyway:defaultSchema}".order_grouped_insert() RETURNS trigger
     LANGUAGE plpgsql AS
 $$

@@ -1,8 +1,11 @@
 package io.github.pgqueue;
 
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.List;
 
+import io.github.pgqueue.internal.RecordedRemovals;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -30,6 +33,8 @@ public final class QueueAdmin {
 
 	private final JdbcTemplate jdbc;
 
+	private final RecordedRemovals removals;
+
 	private final String insertQueue;
 
 	private final String updateQueue;
@@ -45,6 +50,8 @@ public final class QueueAdmin {
 	private final String paused;
 
 	private final String purgeChunk;
+
+	private final String redriveIds;
 
 	private final String bindingsOf;
 
@@ -68,6 +75,7 @@ public final class QueueAdmin {
 	public QueueAdmin(QueueTemplate template) {
 		this.template = template;
 		this.jdbc = new JdbcTemplate(template.dataSource());
+		this.removals = new RecordedRemovals(template.dataSource(), template.schema());
 		this.accessChange = new TransactionTemplate(new DataSourceTransactionManager(template.dataSource()));
 		String s = "\"" + template.schema() + "\"";
 		this.insertQueue = """
@@ -91,6 +99,12 @@ public final class QueueAdmin {
 		// the queue's lock (V16__group_removals.sql); returns the last id it looked at, how many it
 		// looked at and how many it deleted.
 		this.purgeChunk = "SELECT last_id, looked, deleted FROM %s.purge_messages(?, ?, ?, ?, ?)".formatted(s);
+		// 1 ids, 2 namespace, 3 channel. redrive(queue, max) for chosen ids: each dead letter goes
+		// back to the queue it came from with its attempts reset, outside any FIFO group (its id would
+		// put it ahead of its group there; see V16__group_removals.sql); one a consumer holds (row
+		// lock or advisory lock) is skipped, and the lock taken here goes with the transaction. Wakes
+		// the pollers of each queue.
+		this.redriveIds = "SELECT * FROM %s.redrive_dead_letters_by_id(?, ?, ?)".formatted(s);
 		this.bindingsOf = "SELECT DISTINCT exchange FROM %s.binding WHERE queue = ? ORDER BY 1".formatted(s);
 		this.messages = "SELECT count(*) FROM %s.message WHERE queue = ?".formatted(s);
 		// 1 role: the statements that give it the table privileges pgqueue's SQL needs, quoted.
@@ -215,9 +229,20 @@ public final class QueueAdmin {
 		long deleted = 0;
 		int ns = this.template.lockNamespace();
 		while (true) {
-			long[] chunk = this.jdbc.queryForObject(this.purgeChunk,
-					(rs, row) -> new long[] { rs.getLong(1), rs.getLong(2), rs.getLong(3) }, queue, after,
-					scope == Purge.ALL, PURGE_CHUNK, ns);
+			long from = after;
+			long[] chunk = this.removals.run((connection) -> {
+				try (PreparedStatement ps = connection.prepareStatement(this.purgeChunk)) {
+					ps.setString(1, queue);
+					ps.setLong(2, from);
+					ps.setBoolean(3, scope == Purge.ALL);
+					ps.setInt(4, PURGE_CHUNK);
+					ps.setInt(5, ns);
+					try (ResultSet rs = ps.executeQuery()) {
+						rs.next();
+						return new long[] { rs.getLong(1), rs.getLong(2), rs.getLong(3) };
+					}
+				}
+			});
 			deleted += chunk[2];
 			if (chunk[1] < PURGE_CHUNK) {
 				return deleted;
@@ -346,6 +371,31 @@ public final class QueueAdmin {
 	/** Moves up to {@code max} dead letters of {@code queue} back into it; see {@link QueueTemplate#redrive}. */
 	public int redrive(String queue, int max) {
 		return this.template.redrive(queue, max);
+	}
+
+	/**
+	 * Moves the chosen dead letters back to the queues they came from, each with its attempts reset
+	 * (a grouped one outside its group, its group kept in the {@code pgqueue-group} header); ids
+	 * that are not dead letters, or that a consumer holds, are left where they are. Runs in the
+	 * caller's transaction, if any.
+	 * @return the ids moved
+	 */
+	public List<Long> redrive(List<Long> deadLetterIds) {
+		int ns = this.template.lockNamespace();
+		return this.removals.run((connection) -> {
+			List<Long> moved = new java.util.ArrayList<>();
+			try (PreparedStatement ps = connection.prepareStatement(this.redriveIds)) {
+				ps.setArray(1, connection.createArrayOf("bigint", deadLetterIds.toArray()));
+				ps.setInt(2, ns);
+				ps.setString(3, this.template.schema());
+				try (ResultSet rs = ps.executeQuery()) {
+					while (rs.next()) {
+						moved.add(rs.getLong(1));
+					}
+				}
+			}
+			return moved;
+		});
 	}
 
 	private void requireDeclared(String queue) {

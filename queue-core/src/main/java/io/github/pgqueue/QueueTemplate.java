@@ -20,6 +20,7 @@ import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.HeaderFilter;
 
 import io.github.pgqueue.internal.QueueSql;
+import io.github.pgqueue.internal.RecordedRemovals;
 import io.github.pgqueue.observation.QueueSendObservationContext.Operation;
 import io.github.pgqueue.observation.QueueSendObservationConvention;
 import io.micrometer.core.instrument.Counter;
@@ -56,6 +57,8 @@ public final class QueueTemplate implements QueueOperations {
 
 	private final QueueSql sql;
 
+	private final RecordedRemovals removals;
+
 	private final PayloadConverter converter;
 
 	private final MeterRegistry meterRegistry;
@@ -76,6 +79,7 @@ public final class QueueTemplate implements QueueOperations {
 		this.dataSource = builder.dataSource;
 		this.jdbc = new JdbcTemplate(builder.dataSource);
 		this.sql = new QueueSql(builder.schema);
+		this.removals = new RecordedRemovals(builder.dataSource, builder.schema);
 		this.converter = builder.converter;
 		this.meterRegistry = builder.meterRegistry;
 		this.observationRegistry = builder.observationRegistry;
@@ -360,12 +364,14 @@ public final class QueueTemplate implements QueueOperations {
 	public CancelResult cancel(String queue, long id) {
 		QueueNames.requireQueue(queue);
 		int ns = namespace();
-		Boolean removed = this.jdbc.execute(this.sql.cancel(), (PreparedStatement ps) -> {
-			ps.setLong(1, id);
-			ps.setString(2, queue);
-			ps.setInt(3, ns);
-			try (ResultSet rs = ps.executeQuery()) {
-				return rs.next() && rs.getBoolean(1);
+		Boolean removed = this.removals.run((connection) -> {
+			try (PreparedStatement ps = connection.prepareStatement(this.sql.cancel())) {
+				ps.setLong(1, id);
+				ps.setString(2, queue);
+				ps.setInt(3, ns);
+				try (ResultSet rs = ps.executeQuery()) {
+					return rs.next() && rs.getBoolean(1);
+				}
 			}
 		});
 		if (Boolean.TRUE.equals(removed)) {
@@ -429,9 +435,21 @@ public final class QueueTemplate implements QueueOperations {
 		if (max < 1) {
 			throw new IllegalArgumentException("Redrive max must be at least 1, was " + max);
 		}
-		Long moved = this.jdbc.queryForObject(this.sql.redrive(), Long.class, queue, deadLetterQueueOf(queue),
-				max + REDRIVE_WINDOW, namespace(), max, this.sql.channel());
-		return (moved != null) ? moved.intValue() : 0;
+		String deadLetterQueue = deadLetterQueueOf(queue);
+		int ns = namespace();
+		return this.removals.run((connection) -> {
+			try (PreparedStatement ps = connection.prepareStatement(this.sql.redrive())) {
+				ps.setString(1, queue);
+				ps.setString(2, deadLetterQueue);
+				ps.setInt(3, max + REDRIVE_WINDOW);
+				ps.setInt(4, ns);
+				ps.setInt(5, max);
+				ps.setString(6, this.sql.channel());
+				try (ResultSet rs = ps.executeQuery()) {
+					return rs.next() ? (int) rs.getLong(1) : 0;
+				}
+			}
+		});
 	}
 
 	/** The queues declared in the database, and their dead-letter queues. */

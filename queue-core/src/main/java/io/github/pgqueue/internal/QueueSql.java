@@ -224,7 +224,7 @@ public final class QueueSql {
 			headed AS MATERIALIZED (
 			    SELECT m.id, m.priority, m.visible_at,
 			           {held_by_the_dead}
-			           OR CASE WHEN m.xmax = '0'::xid THEN false ELSE %1$s.locker_aborted(m.xmax) END AS suspect
+			           OR CASE WHEN m.xmax = '0'::xid THEN false ELSE %1$s.consumer_aborted(m.xmax) END AS suspect
 			      FROM %1$s.message m
 			     WHERE m.id = ANY (ARRAY(SELECT id FROM scanned))
 			       AND m.visible_at <= now() AND m.priority IN (SELECT priority FROM priorities)
@@ -373,25 +373,22 @@ public final class QueueSql {
 	private static final String LOST_ATTEMPT = "((l.suspect AND m.xmin = l.seen) OR l.listed OR " + HELD_OPEN + ")";
 
 	/**
-	 * The statements (no parameter) that take claimed suspects out of the holding rows of the dead
-	 * sessions that listed them, formatted with the CTE of the claimed rows (id, suspect, priority,
-	 * visible_at), and the one (1 session key) that lists those of a claim in its own session's
-	 * row: the rows {listed} (a condition on them), in the order they are handed out, and whether
-	 * they are handed out in turn ({in_turn}, see V18__orphans_in_turn_and_role_oids.sql). Several
-	 * suspects of one dead session can be claimed at once, so its row loses them all in one change;
-	 * a row of messages handed out in turn whose first is claimed is emptied: the others were never
-	 * handed to a handler, and must not become its first (a claim without suspects does not read
-	 * the holding rows: the EXISTS is tested once, before them). The list is written only when it
-	 * changes: an idle poll writes nothing.
+	 * The CTEs that take claimed suspects out of the holding rows of the dead sessions that listed
+	 * them (unlisted, no parameter), formatted with the CTE of the claimed rows (id, suspect,
+	 * priority, visible_at), and list those of a claim in its own session's row (recorded, 1 session
+	 * key): the rows {listed} (a condition on them), in the order they are handed out, and whether
+	 * they are handed out in turn ({in_turn}, see V18__orphans_in_turn_and_role_oids.sql). A role
+	 * writes only its own session's row (row-level security); the rows of dead sessions are changed
+	 * by unlist, which runs as the table's owner, checks that the role may consume what it takes
+	 * out, and empties a row of messages handed out in turn whose first is claimed: the others were
+	 * never handed to a handler, and must not become its first (V19__own_holding_rows_and_undone_removals.sql).
+	 * unlisted is one row, called only when there are suspects; the claim's final select joins it,
+	 * so that it runs. The list is written only when it changes: an idle poll writes nothing.
 	 */
 	private static final String HOLDING_OF_A_CLAIM = """
-			unheld AS (
-			    UPDATE %%1$s.holding h
-			       SET ids = CASE WHEN h.in_turn AND h.ids[1] = ANY (u.ids) THEN '{}'::bigint[]
-			                      ELSE ARRAY(SELECT i FROM unnest(h.ids) WITH ORDINALITY AS t(i, n)
-			                                  WHERE i <> ALL (u.ids) ORDER BY n) END
-			      FROM (SELECT ARRAY(SELECT id FROM %1$s WHERE suspect) AS ids) u
-			     WHERE EXISTS (SELECT 1 FROM %1$s WHERE suspect) AND h.ids && u.ids
+			unlisted AS MATERIALIZED (
+			    SELECT CASE WHEN EXISTS (SELECT 1 FROM %1$s WHERE suspect)
+			                THEN %%1$s.unlist(ARRAY(SELECT id FROM %1$s WHERE suspect), current_user) END AS changed
 			),
 			recorded AS (
 			    UPDATE %%1$s.holding h
@@ -666,7 +663,7 @@ public final class QueueSql {
 		// V10__queue_access.sql); the UPDATE policy is what keeps it from claiming them, so fresh,
 		// which writes nothing, asks the same question once per claim.
 		//
-		// unheld and recorded: the suspects leave the dead sessions' holding rows; the rows claimed
+		// unlisted and recorded: the suspects leave the dead sessions' holding rows; the rows claimed
 		// are listed in this session's, in the order they are returned (in turn when they are
 		// suspects), so that if it dies, the next claim of each (of the first, in turn) counts its
 		// attempt. The attempt shown to a handler is attempts + 1: stored only
@@ -730,6 +727,7 @@ public final class QueueSql {
 				       CASE WHEN l.id IN (SELECT id FROM chosen) THEN (extract(epoch FROM l.visible_at) * 1000000)::bigint END
 				  FROM locked l
 				  LEFT JOIN claimed c ON c.id = l.id
+				 CROSS JOIN unlisted
 				""" + POLICY_JOINS + """
 				 ORDER BY c.priority, c.visible_at, l.id)
 				""" + NEXT_DUE.formatted(", NULL, NULL", "locked")).replace("{held_by_the_dead}", HELD_BY_THE_DEAD)
@@ -942,7 +940,9 @@ public final class QueueSql {
 		// groups or more.
 		//
 		// A candidate is a suspect when the last transaction that locked it aborted (its consumer
-		// died, its connection broke, its transaction timed out): that attempt was never written.
+		// died, its connection broke, its transaction timed out): that attempt was never written. A
+		// removal (cancel, purge, redrive) that rolled back leaves the same mark, but recorded its
+		// transaction first: it is no consumer's (consumer_aborted, V19__own_holding_rows_and_undone_removals.sql).
 		// Suspects are not claimed here; they are returned by id, for a claim that counts their
 		// attempt first and runs them alone. A message held by a session consumer that died is a
 		// suspect too: judged in the walk on the statement's snapshot, and again once the keys are
@@ -958,7 +958,7 @@ public final class QueueSql {
 		// FIFO groups' test, it made the planner pick a plan that drained grouped queues at 44 msg/s.
 		//
 		// A row no transaction ever locked (xmax 0, the common case) skips the suspect test: a call of
-		// locker_aborted costs tens of microseconds, most of a batch's claim when made on every row.
+		// consumer_aborted costs tens of microseconds, most of a batch's claim when made on every row.
 		//
 		// Nothing is written: the attempt shown to the handler is attempts + 1, and it is stored only
 		// if the attempt fails (or by the suspect claim, if the consumer dies). Output as the session
@@ -969,7 +969,7 @@ public final class QueueSql {
 				{priorities}{scanned_heads}walked AS MATERIALIZED (
 				    SELECT w.id, w.priority, w.visible_at, w.n, w.n < {window} AS taken,
 				           w.n < {window} AND ({held_by_the_dead_w}
-				                 OR CASE WHEN w.xmax = '0'::xid THEN false ELSE %1$s.locker_aborted(w.xmax) END) AS suspect
+				                 OR CASE WHEN w.xmax = '0'::xid THEN false ELSE %1$s.consumer_aborted(w.xmax) END) AS suspect
 				      FROM priorities p
 				     CROSS JOIN LATERAL (
 				            SELECT m.id, m.queue, m.priority, m.visible_at, m.xmax, m.group_key, m.previous_id,
@@ -1064,21 +1064,15 @@ public final class QueueSql {
 
 		this.backendPid = "SELECT pg_backend_pid()";
 
-		// A consumer session's holding row, with the session's key and backend pid. Also deletes the
-		// rows nobody needs any more: of a session opened before the server last started, or of one
-		// that has ended and whose messages are all gone (a session that ends cleanly deletes its
-		// own row; one that died keeps it while a message it held is left to be counted: of
-		// messages handed out in turn, the first).
-		this.openSession = ("""
-				WITH gone AS (
-				    DELETE FROM %1$s.holding h
-				     WHERE h.opened_at < pg_postmaster_start_time()
-				        OR (NOT EXISTS (SELECT 1 FROM pg_stat_activity a
-				                         WHERE a.pid = h.pid AND a.backend_start <= h.opened_at)
-				            AND NOT EXISTS (SELECT 1 FROM %1$s.message m WHERE m.id = ANY (""" + HOLDING_COUNTED + """
-				)))
-				)
-				INSERT INTO %1$s.holding (pid) VALUES (pg_backend_pid()) RETURNING session, pid""").formatted(s);
+		// A consumer session's holding row, with the session's key and backend pid. First deletes the
+		// rows nobody needs any more, whatever role wrote them: of a session opened before the server
+		// last started, or of one that has ended and whose messages are all gone (a session that ends
+		// cleanly deletes its own row; one that died keeps it while a message it held is left to be
+		// counted: of messages handed out in turn, the first). See forget_ended_sessions in
+		// V19__own_holding_rows_and_undone_removals.sql.
+		this.openSession = """
+				INSERT INTO %1$s.holding (pid) SELECT pg_backend_pid() FROM %1$s.forget_ended_sessions()
+				RETURNING session, pid""".formatted(s);
 
 		// 1 session key, 2 the connection's default isolation to give back. A session that holds
 		// nothing ends.
@@ -1103,10 +1097,11 @@ public final class QueueSql {
 
 	/**
 	 * Whether claimable row m was held by a consumer that died, session or transactional (no
-	 * parameter): {@link #HELD_BY_THE_DEAD}, or the last transaction that locked it aborted.
+	 * parameter): {@link #HELD_BY_THE_DEAD}, or the last transaction that locked it aborted and was
+	 * not a recorded removal's.
 	 */
 	private static final String SUSPECT_OF_ANY_MODE = "(" + HELD_BY_THE_DEAD
-			+ " OR CASE WHEN m.xmax = '0'::xid THEN false ELSE %1$s.locker_aborted(m.xmax) END)";
+			+ " OR CASE WHEN m.xmax = '0'::xid THEN false ELSE %1$s.consumer_aborted(m.xmax) END)";
 
 	/**
 	 * A claim of one message by id on a session (1 id, 2 queue, 3 namespace, 4 queue, 5 session
@@ -1146,6 +1141,7 @@ public final class QueueSql {
 				""" + CLAIMED_COLUMNS.formatted("c.attempts + 1") + """
 				  FROM locked l
 				  LEFT JOIN claimed c ON c.id = l.id
+				 CROSS JOIN unlisted
 				""" + POLICY_JOINS).replace("{suspect}", SUSPECT_OF_ANY_MODE)
 			.replace("{listed}", IS_LISTED)
 			.replace("{lost_attempt}", LOST_ATTEMPT)

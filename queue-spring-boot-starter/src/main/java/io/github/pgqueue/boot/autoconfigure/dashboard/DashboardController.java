@@ -11,6 +11,7 @@ import java.util.Set;
 import io.github.pgqueue.CancelResult;
 import io.github.pgqueue.QueueNames;
 import io.github.pgqueue.QueueStats;
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.listener.QueueListenerContainer;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
@@ -50,6 +51,8 @@ final class DashboardController {
 
 	private final QueueTemplate template;
 
+	private final QueueAdmin admin;
+
 	private final DashboardRepository repository;
 
 	private final ProcessedRates rates;
@@ -63,6 +66,7 @@ final class DashboardController {
 	DashboardController(QueueTemplate template, DashboardRepository repository, ProcessedRates rates,
 			ObjectProvider<QueueListenerEndpointRegistry> registry, boolean readOnly, boolean security) {
 		this.template = template;
+		this.admin = new QueueAdmin(template);
 		this.repository = repository;
 		this.rates = rates;
 		this.registry = registry;
@@ -174,7 +178,7 @@ final class DashboardController {
 		if (request.ids() == null || request.ids().isEmpty()) {
 			throw new IllegalArgumentException("Name the dead letters to redrive (ids) or their queue (origin)");
 		}
-		List<Long> moved = this.repository.redrive(request.ids());
+		List<Long> moved = this.admin.redrive(request.ids());
 		logger.info("pgqueue dashboard: {} redrove dead letters {}: moved {}", user(principal), request.ids(), moved);
 		return Map.of("moved", moved.size(), "ids", moved);
 	}

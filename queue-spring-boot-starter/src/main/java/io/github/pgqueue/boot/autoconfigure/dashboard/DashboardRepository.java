@@ -1,10 +1,8 @@
 package io.github.pgqueue.boot.autoconfigure.dashboard;
 
-import java.sql.Array;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Timestamp;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
@@ -13,9 +11,8 @@ import io.github.pgqueue.QueueTemplate;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
- * The dashboard's reads of the pgqueue tables, and its redrive of chosen dead letters. Reads run
- * outside any transaction; previews are cut in the database so a large payload never leaves it
- * whole.
+ * The dashboard's reads of the pgqueue tables. Reads run outside any transaction; previews are
+ * cut in the database so a large payload never leaves it whole.
  */
 final class DashboardRepository {
 
@@ -37,8 +34,6 @@ final class DashboardRepository {
 	private final String oldestMessages;
 
 	private final String deadLetters;
-
-	private final String redriveIds;
 
 	DashboardRepository(QueueTemplate template) {
 		this.template = template;
@@ -93,13 +88,6 @@ final class DashboardRepository {
 				   AND (?::text IS NULL OR m.headers->>'pgqueue-dead-lettered-from' = ?)
 				 ORDER BY m.id DESC
 				 LIMIT ?""".formatted(s, PREVIEW_CHARS);
-
-		// 1 ids, 2 namespace, 3 channel. QueueTemplate.redrive for chosen ids: each dead letter goes
-		// back to the queue it came from with its attempts reset, outside any FIFO group (its id would
-		// put it ahead of its group there; see V16__group_removals.sql); one a consumer holds (row
-		// lock or advisory lock) is skipped, and the lock taken here goes with the transaction. Wakes
-		// the pollers of each queue.
-		this.redriveIds = "SELECT * FROM %s.redrive_dead_letters_by_id(?, ?, ?)".formatted(s);
 	}
 
 	List<String> queueNames() {
@@ -130,22 +118,6 @@ final class DashboardRepository {
 			ps.setInt(4, limit);
 			return ps;
 		}, (rs, row) -> message(rs, null, rs.getString(11)));
-	}
-
-	/** Moves the chosen dead letters back to their queues; returns the ids moved. */
-	List<Long> redrive(List<Long> ids) {
-		List<Long> moved = new ArrayList<>();
-		this.jdbc.query((connection) -> {
-			var ps = connection.prepareStatement(this.redriveIds);
-			Array array = connection.createArrayOf("bigint", ids.toArray());
-			ps.setArray(1, array);
-			ps.setInt(2, this.template.lockNamespace());
-			ps.setString(3, this.template.schema());
-			return ps;
-		}, (ResultSet rs) -> {
-			moved.add(rs.getLong(1));
-		});
-		return moved;
 	}
 
 	private static MessageView message(ResultSet rs, String group, String origin) throws SQLException {

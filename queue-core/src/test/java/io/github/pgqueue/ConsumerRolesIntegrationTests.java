@@ -1,0 +1,219 @@
+package io.github.pgqueue;
+
+import java.time.Duration;
+import java.util.List;
+
+import javax.sql.DataSource;
+
+import io.github.pgqueue.listener.DefaultQueueErrorHandler;
+import io.github.pgqueue.listener.QueueListenerEndpoint;
+import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.PostgresExtension;
+import org.assertj.core.api.SoftAssertions;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DriverManagerDataSource;
+import org.springframework.jdbc.datasource.SingleConnectionDataSource;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.assertj.core.api.Assertions.catchThrowable;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Consumers of several database roles share the holding table: every role judges a session alive
+ * or dead the same way, whatever it may read of other roles' sessions in {@code pg_stat_activity};
+ * a session's row is written only by that session (and, for what a claim counted, by the claim);
+ * and no role lists messages it may not consume. Real login roles without
+ * {@code pg_read_all_stats}, granted with {@link QueueAdmin#grant}.
+ */
+@ExtendWith(PostgresExtension.class)
+class ConsumerRolesIntegrationTests {
+
+	private static final List<String> ROLES = List.of("holder", "bystander", "sender");
+
+	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
+
+	private final JdbcTemplate owner = new JdbcTemplate(this.postgres.dataSource());
+
+	private final QueueTemplate template = QueueTemplate.builder(this.postgres.dataSource()).build();
+
+	private final QueueAdmin admin = new QueueAdmin(this.template);
+
+	private QueueListenerEndpointRegistry registry;
+
+	@BeforeEach
+	void roles() {
+		for (String role : ROLES) {
+			this.owner.execute("DO $$ BEGIN CREATE ROLE " + role + " LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$");
+		}
+		this.owner.update("DELETE FROM pgqueue.queue_access");
+	}
+
+	@AfterEach
+	void stop() {
+		if (this.registry != null) {
+			this.registry.stop();
+		}
+		// A test that failed may have left a lease open: its session must not hold the next test's messages.
+		this.owner.queryForList("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = ANY (?::name[])",
+				Boolean.class, (Object) ROLES.toArray(new String[0]));
+		this.owner.update("DELETE FROM pgqueue.queue_access");
+	}
+
+	/**
+	 * Role B reads role A's sessions in pg_stat_activity without their start time, and cannot see
+	 * A's messages: its receive and its poller's start must still take A's session for alive and
+	 * leave its row, so that each time A dies holding the message its attempt is counted, and the
+	 * message is dead-lettered once its attempts are used up.
+	 */
+	@Test
+	void anotherRolesReceiveAndPollerStartLeaveALiveConsumersRowAndItsDeathsAreCounted() {
+		this.template.declare(QueueDefinition.of("ledger").withMaxAttempts(2));
+		this.admin.grant("holder", "ledger", QueueAdmin.Access.CONSUME);
+		this.admin.grant("bystander", "elsewhere", QueueAdmin.Access.CONSUME);
+		long id = this.template.send("ledger", 1);
+		QueueTemplate holder = QueueTemplate.builder(as("holder")).build();
+		QueueTemplate bystander = QueueTemplate.builder(as("bystander")).build();
+
+		Lease<Integer> first = holder.receive("ledger", Integer.class).orElseThrow();
+		assertThat(first.message().attempt()).isEqualTo(1);
+		int holderPid = holderPid();
+		assertThat(bystander.receive("elsewhere", Integer.class)).isEmpty();
+		this.registry = new QueueListenerEndpointRegistry(bystander, as("bystander"), Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("elsewhere", List.of("elsewhere"), 1,
+				AckMode.AUTO, true, Integer.class, (message, ack) -> {
+				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(100), ConsumptionMode.SESSION,
+				QueueListenerEndpoint.DEFAULT_TRANSACTION_TIMEOUT));
+		this.registry.start();
+		await().atMost(Duration.ofSeconds(10)).until(() -> count("SELECT count(*) FROM pgqueue.holding h "
+				+ "JOIN pg_stat_activity a ON a.pid = h.pid WHERE a.usename = 'bystander'") == 1);
+		assertThat(this.owner.queryForList("SELECT pid FROM pgqueue.holding WHERE ? = ANY (ids)", Integer.class, id))
+			.as("the holding row of the live session of another role").containsExactly(holderPid);
+
+		die(holderPid, first);
+		Lease<Integer> second = holder.receive("ledger", Integer.class).orElseThrow();
+		assertThat(second.message().attempt()).as("the dead holder's attempt, counted").isEqualTo(2);
+		assertThat(bystander.receive("elsewhere", Integer.class)).isEmpty();
+		die(holderPid(), second);
+
+		assertThat(holder.receive("ledger", Integer.class)).as("dead-lettered, its attempts used up").isEmpty();
+		assertThat(this.owner.queryForObject("SELECT queue FROM pgqueue.message WHERE id = ?", String.class, id))
+			.isEqualTo("ledger.dlq");
+		assertThat(this.owner.queryForObject("SELECT last_error FROM pgqueue.message WHERE id = ?", String.class, id))
+			.contains("Dead-lettered after 2 attempts");
+		this.registry.stop();
+		this.registry = null;
+		assertThat(bystander.receive("elsewhere", Integer.class)).isEmpty();
+		assertThat(count("SELECT count(*) FROM pgqueue.holding"))
+			.as("the dead sessions' rows, cleaned up by a session of a role that cannot see their messages").isZero();
+	}
+
+	/**
+	 * A role that may only send changes no other session's row, and cannot list in a row of its own
+	 * messages it may not consume, nor ids not sent yet: once it has gone, the messages are taken at
+	 * their first attempt.
+	 */
+	@Test
+	void aSendOnlyRoleCannotWriteHoldingRowsNorMakeMessagesLookHeldByTheDead() {
+		this.admin.grant("sender", "payroll", QueueAdmin.Access.SEND);
+		List<Long> ids = this.template.sendBatch("payroll", List.of(1, 2, 3));
+		Long[] listed = ids.toArray(new Long[0]);
+		Long[] future = { ids.get(2) + 1000 };
+		SoftAssertions softly = new SoftAssertions();
+		SingleConnectionDataSource connection = new SingleConnectionDataSource(this.postgres.jdbcUrl(), "sender", "",
+				true);
+		try (var open = this.template.openSession()) {
+			JdbcTemplate sender = new JdbcTemplate(connection);
+			long others = count("SELECT count(*) FROM pgqueue.holding");
+			softly.assertThat(others).as("the owner's live session").isEqualTo(1);
+			softly.assertThat(sender.update("DELETE FROM pgqueue.holding")).as("rows deleted").isZero();
+			softly.assertThat(sender.update("UPDATE pgqueue.holding SET ids = ?::bigint[]", (Object) listed))
+				.as("rows updated").isZero();
+			softly.assertThat(catchThrowable(() -> sender.update("INSERT INTO pgqueue.holding (pid, ids) "
+					+ "VALUES (pg_backend_pid() + 1, '{}')")))
+				.as("a row inserted for another backend").isNotNull();
+			softly.assertThat(catchThrowable(() -> sender.update("INSERT INTO pgqueue.holding (pid, ids) "
+					+ "VALUES (pg_backend_pid(), ?::bigint[])", (Object) listed)))
+				.as("a row of its own listing messages it may not consume").isNotNull();
+			softly.assertThat(catchThrowable(() -> sender.update("INSERT INTO pgqueue.holding (pid, ids) "
+					+ "VALUES (pg_backend_pid(), ?::bigint[])", (Object) future)))
+				.as("a row of its own listing an id not sent yet").isNotNull();
+			softly.assertThat(count("SELECT count(*) FROM pgqueue.holding")).as("holding rows").isEqualTo(others);
+		}
+		finally {
+			connection.destroy();
+		}
+		softly.assertThat(count("SELECT count(*) FROM pgqueue.holding")).as("holding rows once it has gone").isZero();
+		for (long id : ids) {
+			try (Lease<Integer> lease = this.template.receive("payroll", Integer.class).orElseThrow()) {
+				softly.assertThat(lease.message().attempt()).as("attempt of message %d", id).isEqualTo(1);
+				lease.ack();
+			}
+		}
+		softly.assertThat(this.template.send("payroll", 4)).as("a message sent after").isGreaterThan(ids.get(2));
+		try (Lease<Integer> lease = this.template.receive("payroll", Integer.class).orElseThrow()) {
+			softly.assertThat(lease.message().attempt()).as("its attempt").isEqualTo(1);
+			lease.ack();
+		}
+		softly.assertAll();
+	}
+
+	/**
+	 * A consumer of one queue can neither end, empty nor fill the row of a live session of another
+	 * role, by hand or through pgqueue's functions: that session's death is still counted.
+	 */
+	@Test
+	void aConsumerRoleCannotChangeAnotherSessionsRow() {
+		this.admin.grant("holder", "ledger", QueueAdmin.Access.CONSUME);
+		this.admin.grant("bystander", "elsewhere", QueueAdmin.Access.CONSUME);
+		long id = this.template.send("ledger", 1);
+		QueueTemplate holder = QueueTemplate.builder(as("holder")).build();
+		Lease<Integer> lease = holder.receive("ledger", Integer.class).orElseThrow();
+		long session = this.owner.queryForObject("SELECT session FROM pgqueue.holding WHERE ? = ANY (ids)", Long.class, id);
+		JdbcTemplate bystander = new JdbcTemplate(as("bystander"));
+		SoftAssertions softly = new SoftAssertions();
+		softly.assertThat(bystander.update("UPDATE pgqueue.holding SET ids = '{}' WHERE session = ?", session))
+			.as("the row emptied by hand").isZero();
+		softly.assertThat(bystander.update("DELETE FROM pgqueue.holding WHERE session = ?", session))
+			.as("the row deleted by hand").isZero();
+		softly.assertThat(catchThrowable(() -> bystander.queryForObject("SELECT pgqueue.unlist(?::bigint[], current_user)",
+				Integer.class, (Object) new Long[] { id })))
+			.as("the message taken out of the row through pgqueue's function").isNotNull();
+		softly.assertThat(this.owner.queryForList("SELECT ids::text FROM pgqueue.holding WHERE session = ?", String.class,
+				session))
+			.as("the live session's row").containsExactly("{" + id + "}");
+		die(holderPid(), lease);
+		try (Lease<Integer> again = holder.receive("ledger", Integer.class).orElseThrow()) {
+			softly.assertThat(again.message().attempt()).as("the dead holder's attempt, counted").isEqualTo(2);
+			again.ack();
+		}
+		softly.assertAll();
+	}
+
+	/** Terminates the backend of a session that holds a lease, and waits until it is gone. */
+	private void die(int pid, Lease<?> lease) {
+		this.owner.queryForObject("SELECT pg_terminate_backend(?)", Boolean.class, pid);
+		await().atMost(Duration.ofSeconds(10)).until(() -> count("SELECT count(*) FROM pg_stat_activity WHERE pid = " + pid) == 0);
+		assertThatExceptionOfType(LeaseLostException.class).isThrownBy(lease::ack);
+	}
+
+	/** The backend pid of the one session of role holder. */
+	private int holderPid() {
+		return this.owner.queryForObject("SELECT pid FROM pg_stat_activity WHERE usename = 'holder'", Integer.class);
+	}
+
+	private long count(String sql) {
+		return this.owner.queryForObject(sql, Long.class);
+	}
+
+	private DataSource as(String role) {
+		return new DriverManagerDataSource(this.postgres.jdbcUrl(), role, "");
+	}
+
+}

@@ -54,7 +54,7 @@ public interface QueueOperations {
 	 * Claims the next visible message of {@code queue} whose headers match {@code filter}, holding
 	 * it as {@link #receive(String, Class)} does; messages the filter rejects are left untouched (not
 	 * locked, no attempt counted). The filter language: {@code name = 'value'},
-	 * {@code name in ('a', 'b')}, and {@code and} of those; see the README.
+	 * {@code name in ('a', 'b')}, and {@code and} of those; see docs/concepts.md.
 	 * @throws IllegalArgumentException if the filter is not valid, saying where
 	 */
 	<T> Optional<Lease<T>> receive(String queue, String filter, Class<T> payloadType);

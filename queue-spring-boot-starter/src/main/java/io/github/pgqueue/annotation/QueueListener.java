@@ -71,7 +71,7 @@ public @interface QueueListener {
 	/**
 	 * Which messages the listener takes, by their headers: {@code "type = 'welcome'"},
 	 * {@code "region in ('eu', 'us')"}, and {@code and} of those (a value is a string in single
-	 * quotes or a number; see the README). Messages it rejects stay in the queue untouched, for other
+	 * quotes or a number; see docs/concepts.md). Messages it rejects stay in the queue untouched, for other
 	 * listeners and receives. Default: every message. A filter that cannot be parsed fails startup.
 	 */
 	String filter() default "";

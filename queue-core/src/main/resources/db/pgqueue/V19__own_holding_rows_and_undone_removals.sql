@@ -22,41 +22,52 @@
 --    on a connection of its own, before they change a row (QueueTemplate.cancel and redrive,
 --    QueueAdmin.purge, the dashboard's redrive); an aborted locker so recorded is not a consumer.
 
--- The login of the session that inserted the row: with its pid, what makes the row its own. The
--- default fills rows written before this migration.
+-- The login of the session that inserted the row: with its pid, what makes the row its own. Rows
+-- written before this migration get their backend's, so that their sessions keep writing them.
+ALTER TABLE "${flyway:defaultSchema}".holding ADD COLUMN login name;
+UPDATE "${flyway:defaultSchema}".holding h
+   SET login = COALESCE((SELECT a.usename FROM pg_catalog.pg_stat_activity a WHERE a.pid = h.pid), session_user);
 ALTER TABLE "${flyway:defaultSchema}".holding
-    ADD COLUMN login name NOT NULL DEFAULT session_user;
+    ALTER COLUMN login SET DEFAULT session_user,
+    ALTER COLUMN login SET NOT NULL;
 
 -- Whether role who may list messages ids in its session's holding row: it is above queue access
--- (row-level security on the message table does not hold it), or it may update messages, every id
--- was sent already (an id listed before its message exists would count an attempt the day it is
--- sent), and either no queue access was ever granted to it (its table privileges alone decide, see
--- V10) or each listed message that still exists is in a queue it may consume. So no role makes a
--- message look held by a dead session unless it could change that message's attempts itself. A
--- restricted role's messages are looked up by primary key, queue_allowed asked once per queue.
--- Runs as the owner: it sees every message and the id sequence.
+-- (row-level security on the message table does not hold it), or it may update messages and each
+-- id is a message that exists now (one not sent yet, or not committed yet, would have an attempt
+-- counted the day it arrives) in a queue it may consume (when it was ever granted queue access;
+-- else its table privileges alone decide, see V10). So no role makes a message look held by a
+-- dead session unless it could change that message's attempts itself. Messages are looked up by
+-- primary key, queue_allowed is asked once per queue. Runs as the owner, which sees every message.
 CREATE FUNCTION "${flyway:defaultSchema}".may_hold(ids bigint[], who name) RETURNS boolean
-    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog AS
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
 $$
 DECLARE
-    owner oid := (SELECT c.relowner FROM pg_class c WHERE c.oid = '"${flyway:defaultSchema}".message'::regclass);
+    found bigint;
+    queues text[];
 BEGIN
-    IF cardinality(ids) IS NULL OR cardinality(ids) = 0
-       OR pg_has_role(who, owner, 'USAGE')
-       OR COALESCE((SELECT r.rolbypassrls FROM pg_roles r WHERE r.rolname = who), false) THEN
+    IF cardinality(ids) IS NULL OR cardinality(ids) = 0 OR "${flyway:defaultSchema}".bypasses_queue_access(who) THEN
         RETURN true;
     END IF;
-    IF NOT has_table_privilege(who, '"${flyway:defaultSchema}".message'::regclass, 'UPDATE')
-       OR (SELECT max(i) FROM unnest(ids) AS i)
-          > COALESCE(pg_sequence_last_value(pg_get_serial_sequence('"${flyway:defaultSchema}".message', 'id')::regclass), 0) THEN
+    IF NOT has_table_privilege(who, '"${flyway:defaultSchema}".message'::regclass, 'UPDATE') THEN
         RETURN false;
     END IF;
-    IF NOT EXISTS (SELECT 1 FROM "${flyway:defaultSchema}".queue_access a WHERE pg_has_role(who, a.role_oid, 'MEMBER')) THEN
-        RETURN true;
-    END IF;
-    RETURN NOT EXISTS (SELECT 1
-                         FROM (SELECT DISTINCT m.queue FROM "${flyway:defaultSchema}".message m WHERE m.id = ANY (ids)) q
-                        WHERE NOT "${flyway:defaultSchema}".queue_allowed(q.queue, true, who));
+    SELECT count(*), array_agg(DISTINCT m.queue::text) INTO found, queues
+      FROM "${flyway:defaultSchema}".message m WHERE m.id = ANY (ids);
+    RETURN found = (SELECT count(DISTINCT i) FROM unnest(ids) AS i)
+       AND (NOT EXISTS (SELECT 1 FROM "${flyway:defaultSchema}".queue_access a WHERE pg_has_role(who, a.role_oid, 'MEMBER'))
+            OR NOT EXISTS (SELECT 1 FROM unnest(queues) AS q WHERE NOT "${flyway:defaultSchema}".queue_allowed(q, true, who)));
+END
+$$;
+
+-- Whether role who is above queue access: row-level security on the message table does not hold
+-- it (a member of its owner's role, a superuser, BYPASSRLS).
+CREATE FUNCTION "${flyway:defaultSchema}".bypasses_queue_access(who name) RETURNS boolean
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
+$$
+BEGIN
+    RETURN pg_has_role(who, (SELECT c.relowner FROM pg_catalog.pg_class c
+                              WHERE c.oid = '"${flyway:defaultSchema}".message'::regclass), 'USAGE')
+        OR COALESCE((SELECT r.rolbypassrls OR r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = who), false);
 END
 $$;
 
@@ -84,7 +95,7 @@ CREATE POLICY holding_own_delete ON "${flyway:defaultSchema}".holding FOR DELETE
 -- not read other roles' start times (null): such a backend is taken for the session's own. Rows
 -- another session is deleting are skipped, not waited for. How many rows went.
 CREATE FUNCTION "${flyway:defaultSchema}".forget_ended_sessions() RETURNS integer
-    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
 $$
 DECLARE
     gone integer;
@@ -93,7 +104,7 @@ BEGIN
      WHERE h.session IN (
            SELECT d.session FROM "${flyway:defaultSchema}".holding d
             WHERE d.opened_at < pg_postmaster_start_time()
-               OR (NOT EXISTS (SELECT 1 FROM pg_stat_activity a
+               OR (NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity a
                                 WHERE a.pid = d.pid AND (a.backend_start IS NULL OR a.backend_start <= d.opened_at))
                    AND NOT EXISTS (SELECT 1 FROM "${flyway:defaultSchema}".message m
                                     WHERE m.id = ANY (CASE WHEN d.in_turn THEN d.ids[1:1] ELSE d.ids END)))
@@ -106,17 +117,27 @@ $$;
 -- Takes claimed (suspects a claim has just locked and counted the lost attempt of) out of the rows
 -- of the dead sessions that list them; a row of messages handed out in turn whose first is claimed
 -- is emptied: the others were never handed to a handler, and must not become its first (V18). Role
--- who (the caller's current_user) must be one the caller may act as, and one that may hold them.
--- How many rows changed.
+-- who (the caller's current_user) must be one the caller may act as, and one that may hold them;
+-- a role below queue access must also hold their keys, as the claim that took them does: it
+-- cannot take out of a live session's row what that session holds. How many rows changed.
 CREATE FUNCTION "${flyway:defaultSchema}".unlist(claimed bigint[], who name) RETURNS integer
-    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
 $$
 DECLARE
+    ns integer := (SELECT s.lock_namespace FROM "${flyway:defaultSchema}".setting s);
     changed integer;
 BEGIN
-    IF NOT pg_has_role(session_user, who, 'MEMBER') OR NOT "${flyway:defaultSchema}".may_hold(claimed, who) THEN
-        RAISE EXCEPTION 'Role % may not take messages % out of other sessions'' holding rows: it may not consume them',
-            who, claimed USING ERRCODE = 'insufficient_privilege';
+    IF NOT pg_has_role(session_user, who, 'MEMBER') OR NOT "${flyway:defaultSchema}".may_hold(claimed, who)
+       OR (NOT "${flyway:defaultSchema}".bypasses_queue_access(who)
+           AND EXISTS (SELECT 1 FROM unnest(claimed) AS i
+                        WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_locks l
+                                           WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid() AND l.granted
+                                             AND l.objsubid = 2 AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
+                                                                                   WHERE d.datname = current_database())
+                                             AND l.classid::text::bigint = ns::bigint & 4294967295
+                                             AND l.objid::text::bigint = (i::bit(32)::integer)::bigint & 4294967295))) THEN
+        RAISE EXCEPTION 'Role % may not take messages % out of other sessions'' holding rows: it may not consume them, '
+            'or does not hold them', who, claimed USING ERRCODE = 'insufficient_privilege';
     END IF;
     UPDATE "${flyway:defaultSchema}".holding h
        SET ids = CASE WHEN h.in_turn AND h.ids[1] = ANY (claimed) THEN '{}'::bigint[]
@@ -129,49 +150,55 @@ END
 $$;
 
 -- The transactions of pgqueue's removals (cancel, purge, redrive), each recorded before it changes
--- a row; low is its 32-bit xid, as a row's xmax shows it. Only those that abort matter, and only
--- while a row still carries them: a record goes once its transaction committed or is too old for
--- the commit log (see record_removal).
+-- a row. Only those that abort matter, and only while a row still carries them: a record goes once
+-- its transaction committed or is too old for the commit log (see record_removal).
 CREATE TABLE "${flyway:defaultSchema}".removal_xact (
-    xact xid8 PRIMARY KEY,
-    low bigint NOT NULL
+    xact xid8 PRIMARY KEY
 );
 
-CREATE INDEX removal_xact_low_idx ON "${flyway:defaultSchema}".removal_xact (low);
-
+-- Written and read by the functions below only, which run as the owner.
 ALTER TABLE "${flyway:defaultSchema}".removal_xact ENABLE ROW LEVEL SECURITY;
 
--- Records removal, the running transaction of a removal of the caller's (called on another
--- connection, which commits before the removal changes a row), and deletes the records that can
--- count no more. A transaction that is not running is refused: no one records an id before it
--- exists, so no future consumer's death can be hidden.
+-- Records removal, the running transaction of a removal of the caller's login (called on another
+-- connection of that login, which commits before the removal changes a row), and deletes the
+-- records that can count no more. A transaction that is not running, or is another login's, is
+-- refused: no one records an id before it exists, nor hides another login's consumer's death.
 CREATE FUNCTION "${flyway:defaultSchema}".record_removal(removal xid8) RETURNS integer
-    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
 $$
 BEGIN
-    IF pg_xact_status(removal) IS DISTINCT FROM 'in progress' THEN
-        RAISE EXCEPTION 'Transaction % is not running: only a running removal is recorded', removal
-            USING ERRCODE = 'invalid_parameter_value';
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+                    WHERE l.locktype = 'transactionid' AND l.transactionid = xid(removal) AND l.granted
+                      AND l.mode = 'ExclusiveLock' AND a.usename = session_user) THEN
+        RAISE EXCEPTION 'Transaction % is not a running transaction of login %: only a running removal of the '
+            'same login is recorded', removal, session_user USING ERRCODE = 'invalid_parameter_value';
     END IF;
     DELETE FROM "${flyway:defaultSchema}".removal_xact r
      WHERE pg_xact_status(r.xact) IS DISTINCT FROM 'in progress' AND pg_xact_status(r.xact) IS DISTINCT FROM 'aborted';
-    INSERT INTO "${flyway:defaultSchema}".removal_xact (xact, low)
-    VALUES (removal, removal::text::bigint & 4294967295)
-    ON CONFLICT DO NOTHING;
+    INSERT INTO "${flyway:defaultSchema}".removal_xact (xact) VALUES (removal) ON CONFLICT DO NOTHING;
     RETURN 1;
 END
 $$;
 
--- Whether the transaction in a row's xmax was a consumer's that aborted: it aborted
--- (locker_aborted, V5) and was not a recorded removal. VOLATILE, so the record is read on a
--- snapshot taken now, after the xmax was found aborted: a removal records its transaction before
--- it changes a row, so this snapshot shows it however old the claim's own snapshot is. Called
--- only for rows whose xmax is set (see the claims).
+-- Whether the transaction in a row's xmax, which aborted (the caller tests locker_aborted first,
+-- V5), was a consumer's: it is not a recorded removal. The 32-bit xid is widened as locker_aborted
+-- does. VOLATILE, so the record is read on a snapshot taken now, after the xmax was found aborted:
+-- a removal records its transaction before it changes a row, so this snapshot shows it however
+-- old the claim's own snapshot is.
 CREATE FUNCTION "${flyway:defaultSchema}".consumer_aborted(locker xid) RETURNS boolean
-    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog AS
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
 $$
+DECLARE
+    x bigint := locker::text::bigint;
+    horizon bigint := pg_snapshot_xmax(pg_current_snapshot())::text::bigint;
+    epoch bigint := horizon >> 32;
+    low bigint := horizon & 4294967295;
 BEGIN
-    RETURN "${flyway:defaultSchema}".locker_aborted(locker)
-       AND NOT EXISTS (SELECT 1 FROM "${flyway:defaultSchema}".removal_xact r WHERE r.low = locker::text::bigint);
+    IF x > low AND x - low >= 2147483648 THEN
+        epoch := epoch - 1; -- numerically above the horizon yet older: the previous epoch
+    ELSIF x < low AND low - x > 2147483648 THEN
+        epoch := epoch + 1; -- numerically below the horizon yet newer: the next epoch
+    END IF;
+    RETURN NOT EXISTS (SELECT 1 FROM "${flyway:defaultSchema}".removal_xact r WHERE r.xact = (epoch << 32 | x)::text::xid8);
 END
 $$;

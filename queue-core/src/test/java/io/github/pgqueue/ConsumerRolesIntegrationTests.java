@@ -19,6 +19,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DriverManagerDataSource;
 import org.springframework.jdbc.datasource.SingleConnectionDataSource;
+import org.springframework.jdbc.support.JdbcTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
@@ -35,7 +37,7 @@ import static org.awaitility.Awaitility.await;
 @ExtendWith(PostgresExtension.class)
 class ConsumerRolesIntegrationTests {
 
-	private static final List<String> ROLES = List.of("holder", "bystander", "sender");
+	private static final List<String> ROLES = List.of("holder", "bystander", "sender", "rival");
 
 	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
 
@@ -144,6 +146,14 @@ class ConsumerRolesIntegrationTests {
 			softly.assertThat(catchThrowable(() -> sender.update("INSERT INTO pgqueue.holding (pid, ids) "
 					+ "VALUES (pg_backend_pid(), ?::bigint[])", (Object) future)))
 				.as("a row of its own listing an id not sent yet").isNotNull();
+			TransactionTemplate unfinished = new TransactionTemplate(new JdbcTransactionManager(this.postgres.dataSource()));
+			unfinished.executeWithoutResult((status) -> {
+				Long[] sending = { this.template.send("payroll", 9) };
+				softly.assertThat(catchThrowable(() -> sender.update("INSERT INTO pgqueue.holding (pid, ids) "
+						+ "VALUES (pg_backend_pid(), ?::bigint[])", (Object) sending)))
+					.as("a row of its own listing a message not committed yet").isNotNull();
+				status.setRollbackOnly();
+			});
 			softly.assertThat(count("SELECT count(*) FROM pgqueue.holding")).as("holding rows").isEqualTo(others);
 		}
 		finally {
@@ -194,6 +204,89 @@ class ConsumerRolesIntegrationTests {
 			again.ack();
 		}
 		softly.assertAll();
+	}
+
+	/**
+	 * A consumer of the same queue cannot take a message out of the row of the live session that
+	 * holds it: it does not hold the message itself.
+	 */
+	@Test
+	void aConsumerOfTheSameQueueCannotTakeAMessageOutOfTheRowOfItsLiveHolder() {
+		this.admin.grant("holder", "ledger", QueueAdmin.Access.CONSUME);
+		this.admin.grant("rival", "ledger", QueueAdmin.Access.CONSUME);
+		long id = this.template.send("ledger", 1);
+		QueueTemplate holder = QueueTemplate.builder(as("holder")).build();
+		Lease<Integer> lease = holder.receive("ledger", Integer.class).orElseThrow();
+		JdbcTemplate rival = new JdbcTemplate(as("rival"));
+		assertThat(catchThrowable(() -> rival.queryForObject("SELECT pgqueue.unlist(?::bigint[], current_user)",
+				Integer.class, (Object) new Long[] { id })))
+			.as("the message taken out of the live holder's row").isNotNull();
+		die(holderPid(), lease);
+		try (Lease<Integer> again = holder.receive("ledger", Integer.class).orElseThrow()) {
+			assertThat(again.message().attempt()).as("the dead holder's attempt, counted").isEqualTo(2);
+			again.ack();
+		}
+	}
+
+	/**
+	 * pgqueue's functions that run as the owner name the catalogs they read in full: a role's
+	 * temporary views of the same names change nothing (no session is taken for dead, no message
+	 * listed that the role may not consume).
+	 */
+	@Test
+	void temporaryViewsNamedAfterTheCatalogsDoNotMisleadPgqueuesFunctions() {
+		this.admin.grant("holder", "ledger", QueueAdmin.Access.CONSUME);
+		this.admin.grant("bystander", "elsewhere", QueueAdmin.Access.CONSUME);
+		long id = this.template.send("ledger", 1);
+		QueueTemplate holder = QueueTemplate.builder(as("holder")).build();
+		Lease<Integer> lease = holder.receive("ledger", Integer.class).orElseThrow();
+		this.template.send("elsewhere", 0);
+		SingleConnectionDataSource connection = new SingleConnectionDataSource(this.postgres.jdbcUrl(), "bystander", "",
+				true);
+		SoftAssertions softly = new SoftAssertions();
+		try {
+			JdbcTemplate bystander = new JdbcTemplate(connection);
+			bystander.execute("CREATE TEMPORARY VIEW pg_stat_activity AS SELECT * FROM pg_catalog.pg_stat_activity WHERE false");
+			bystander.execute("CREATE TEMPORARY VIEW pg_class AS SELECT c.oid, r.oid AS relowner FROM pg_catalog.pg_class c, "
+					+ "pg_catalog.pg_roles r WHERE r.rolname = current_user");
+			bystander.execute("CREATE TEMPORARY VIEW pg_roles AS SELECT rolname, true AS rolbypassrls, true AS rolsuper "
+					+ "FROM pg_catalog.pg_roles");
+			softly.assertThat(QueueTemplate.builder(connection).build().receive("elsewhere", Integer.class))
+				.as("a receive of the role, which opens its session").isPresent().get()
+				.satisfies(Lease::ack);
+			softly.assertThat(catchThrowable(() -> bystander.update("INSERT INTO pgqueue.holding (pid, ids) "
+					+ "VALUES (pg_backend_pid(), ?::bigint[])", (Object) new Long[] { id })))
+				.as("a row of its own listing a message it may not consume").isNotNull();
+		}
+		finally {
+			connection.destroy();
+		}
+		softly.assertThat(this.owner.queryForList("SELECT ids::text FROM pgqueue.holding WHERE pid = ?", String.class,
+				holderPid())).as("the live holder's row").containsExactly("{" + id + "}");
+		die(holderPid(), lease);
+		try (Lease<Integer> again = holder.receive("ledger", Integer.class).orElseThrow()) {
+			softly.assertThat(again.message().attempt()).as("the dead holder's attempt, counted").isEqualTo(2);
+			again.ack();
+		}
+		softly.assertAll();
+	}
+
+	/** A login cannot record another login's transaction as a removal's. */
+	@Test
+	void aLoginCannotRecordAnotherLoginsTransactionAsARemoval() {
+		this.admin.grant("bystander", "elsewhere", QueueAdmin.Access.CONSUME);
+		TransactionTemplate running = new TransactionTemplate(new JdbcTransactionManager(this.postgres.dataSource()));
+		String xact = running.execute((status) -> {
+			String own = this.owner.queryForObject("SELECT pg_current_xact_id()::text", String.class);
+			JdbcTemplate bystander = new JdbcTemplate(as("bystander"));
+			assertThat(catchThrowable(() -> bystander.queryForObject("SELECT pgqueue.record_removal(?::xid8)",
+					Integer.class, own)))
+				.as("another login's transaction recorded").hasStackTraceContaining("is not a running transaction of login");
+			status.setRollbackOnly();
+			return own;
+		});
+		assertThat(this.owner.queryForObject("SELECT count(*) FROM pgqueue.removal_xact WHERE xact = ?::xid8", Long.class,
+				xact)).isZero();
 	}
 
 	/** Terminates the backend of a session that holds a lease, and waits until it is gone. */

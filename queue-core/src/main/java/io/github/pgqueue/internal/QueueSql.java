@@ -224,7 +224,7 @@ public final class QueueSql {
 			headed AS MATERIALIZED (
 			    SELECT m.id, m.priority, m.visible_at,
 			           {held_by_the_dead}
-			           OR CASE WHEN m.xmax = '0'::xid THEN false ELSE %1$s.consumer_aborted(m.xmax) END AS suspect
+			           OR CASE WHEN m.xmax = '0'::xid OR NOT %1$s.locker_aborted(m.xmax) THEN false ELSE %1$s.consumer_aborted(m.xmax) END AS suspect
 			      FROM %1$s.message m
 			     WHERE m.id = ANY (ARRAY(SELECT id FROM scanned))
 			       AND m.visible_at <= now() AND m.priority IN (SELECT priority FROM priorities)
@@ -958,7 +958,8 @@ public final class QueueSql {
 		// FIFO groups' test, it made the planner pick a plan that drained grouped queues at 44 msg/s.
 		//
 		// A row no transaction ever locked (xmax 0, the common case) skips the suspect test: a call of
-		// consumer_aborted costs tens of microseconds, most of a batch's claim when made on every row.
+		// locker_aborted costs tens of microseconds, most of a batch's claim when made on every row;
+		// consumer_aborted, which reads the removals' records, is asked only of an aborted locker.
 		//
 		// Nothing is written: the attempt shown to the handler is attempts + 1, and it is stored only
 		// if the attempt fails (or by the suspect claim, if the consumer dies). Output as the session
@@ -969,7 +970,7 @@ public final class QueueSql {
 				{priorities}{scanned_heads}walked AS MATERIALIZED (
 				    SELECT w.id, w.priority, w.visible_at, w.n, w.n < {window} AS taken,
 				           w.n < {window} AND ({held_by_the_dead_w}
-				                 OR CASE WHEN w.xmax = '0'::xid THEN false ELSE %1$s.consumer_aborted(w.xmax) END) AS suspect
+				                 OR CASE WHEN w.xmax = '0'::xid OR NOT %1$s.locker_aborted(w.xmax) THEN false ELSE %1$s.consumer_aborted(w.xmax) END) AS suspect
 				      FROM priorities p
 				     CROSS JOIN LATERAL (
 				            SELECT m.id, m.queue, m.priority, m.visible_at, m.xmax, m.group_key, m.previous_id,
@@ -1101,7 +1102,7 @@ public final class QueueSql {
 	 * not a recorded removal's.
 	 */
 	private static final String SUSPECT_OF_ANY_MODE = "(" + HELD_BY_THE_DEAD
-			+ " OR CASE WHEN m.xmax = '0'::xid THEN false ELSE %1$s.consumer_aborted(m.xmax) END)";
+			+ " OR CASE WHEN m.xmax = '0'::xid OR NOT %1$s.locker_aborted(m.xmax) THEN false ELSE %1$s.consumer_aborted(m.xmax) END)";
 
 	/**
 	 * A claim of one message by id on a session (1 id, 2 queue, 3 namespace, 4 queue, 5 session

@@ -5,13 +5,17 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 
+import java.util.function.Supplier;
+
 import javax.sql.DataSource;
 
 import io.github.pgqueue.QueueNames;
 
 import org.springframework.jdbc.core.ConnectionCallback;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.ConnectionProxy;
 import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * Runs pgqueue's removals of messages (cancel, purge, redrive) so that one that rolls back is not
@@ -24,11 +28,16 @@ import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
  * A removal runs in the caller's transaction when there is one (a Spring-managed transaction on
  * the data source, or a connection not in autocommit mode), else in a transaction of its own. The
  * record takes a second connection from the data source for a moment: a pool must have one to
- * spare.
+ * spare (it waits for one as long as the pool lets it). Not recorded: a removal made in a
+ * transactional consumer's own transaction (see {@link #asConsumer}), and the changes of a
+ * removal made inside a savepoint, which carry the savepoint's transaction id.
  */
 public final class RecordedRemovals {
 
 	private final JdbcTemplate jdbc;
+
+	/** The key of the connection of the transactional consumer's batch running on this thread. */
+	private static final Object CONSUMER_CONNECTION = new Object();
 
 	/** Where records are written: never the caller's transaction, which may roll back. */
 	private final DataSource recordSource;
@@ -38,37 +47,60 @@ public final class RecordedRemovals {
 	/** Removals on {@code dataSource}, of the pgqueue tables in {@code schema}. */
 	public RecordedRemovals(DataSource dataSource, String schema) {
 		this.jdbc = new JdbcTemplate(dataSource);
-		this.recordSource = (dataSource instanceof TransactionAwareDataSourceProxy proxy)
-				? proxy.getTargetDataSource() : dataSource;
+		DataSource target = dataSource;
+		while (target instanceof TransactionAwareDataSourceProxy proxy && proxy.getTargetDataSource() != null) {
+			target = proxy.getTargetDataSource();
+		}
+		this.recordSource = target;
 		this.record = "SELECT \"%s\".record_removal(?::xid8)".formatted(QueueNames.requireSchema(schema));
+	}
+
+	/**
+	 * Runs {@code work}, a transactional consumer's batch in the transaction of {@code connection}:
+	 * a removal a handler makes in that transaction is not recorded, since the transaction is also
+	 * the consumer's, whose death must count (it costs the removed messages an attempt if the
+	 * transaction aborts).
+	 */
+	public static <T> T asConsumer(Connection connection, Supplier<T> work) {
+		TransactionSynchronizationManager.bindResource(CONSUMER_CONNECTION, connection);
+		try {
+			return work.get();
+		}
+		finally {
+			TransactionSynchronizationManager.unbindResource(CONSUMER_CONNECTION);
+		}
 	}
 
 	/** Runs {@code removal} on a connection whose transaction is recorded as a removal's first. */
 	public <T> T run(ConnectionCallback<T> removal) {
 		return this.jdbc.execute((Connection connection) -> {
-			boolean own = connection.getAutoCommit();
-			if (own) {
-				connection.setAutoCommit(false);
+			Connection target = (connection instanceof ConnectionProxy proxy) ? proxy.getTargetConnection() : connection;
+			if (target == TransactionSynchronizationManager.getResource(CONSUMER_CONNECTION)) {
+				return removal.doInConnection(connection);
 			}
+			if (!connection.getAutoCommit()) {
+				record(currentTransaction(connection));
+				return removal.doInConnection(connection);
+			}
+			connection.setAutoCommit(false);
+			T result;
 			try {
 				record(currentTransaction(connection));
-				T result = removal.doInConnection(connection);
-				if (own) {
-					connection.commit();
-				}
-				return result;
+				result = removal.doInConnection(connection);
+				connection.commit();
 			}
 			catch (SQLException | RuntimeException | Error ex) {
-				if (own) {
-					rollback(connection, ex);
+				try {
+					connection.rollback();
+					connection.setAutoCommit(true);
+				}
+				catch (SQLException undoFailure) {
+					ex.addSuppressed(undoFailure);
 				}
 				throw ex;
 			}
-			finally {
-				if (own) {
-					connection.setAutoCommit(true);
-				}
-			}
+			connection.setAutoCommit(true);
+			return result;
 		});
 	}
 
@@ -88,15 +120,6 @@ public final class RecordedRemovals {
 			if (!connection.getAutoCommit()) {
 				connection.commit();
 			}
-		}
-	}
-
-	private static void rollback(Connection connection, Throwable cause) {
-		try {
-			connection.rollback();
-		}
-		catch (SQLException ex) {
-			cause.addSuppressed(ex);
 		}
 	}
 

@@ -29,6 +29,7 @@ import io.github.pgqueue.internal.ConsumerSession.ClaimCursor;
 import io.github.pgqueue.internal.ListenerMetrics.Outcome;
 import io.github.pgqueue.internal.ListenerMetrics;
 import io.github.pgqueue.internal.QueueSql;
+import io.github.pgqueue.internal.RecordedRemovals;
 import io.github.pgqueue.listener.Dispatcher.Completion;
 import io.github.pgqueue.listener.Dispatcher.Delivery;
 import io.micrometer.core.instrument.Timer;
@@ -222,8 +223,12 @@ final class TransactionalConsumption implements Consumption {
 	}
 
 	private Batch runBatch(String queue, TransactionStatus status, Timer timer) {
-		long deadline = System.nanoTime() + this.timeout.toNanos();
 		Connection connection = DataSourceUtils.getConnection(this.dataSource);
+		return RecordedRemovals.asConsumer(connection, () -> runBatch(queue, connection, timer));
+	}
+
+	private Batch runBatch(String queue, Connection connection, Timer timer) {
+		long deadline = System.nanoTime() + this.timeout.toNanos();
 		Batch batch = claim(queue, connection);
 		List<Delivery> deliveries = new ArrayList<>(batch.messages.size());
 		List<ClaimedMessage> usable = new ArrayList<>(batch.messages.size());
@@ -632,8 +637,12 @@ final class TransactionalConsumption implements Consumption {
 	}
 
 	private Batch runAlone(String queue, ClaimedMessage message, TransactionStatus status, Timer timer) {
-		long deadline = System.nanoTime() + this.timeout.toNanos();
 		Connection connection = DataSourceUtils.getConnection(this.dataSource);
+		return RecordedRemovals.asConsumer(connection, () -> runAlone(queue, message, connection, timer));
+	}
+
+	private Batch runAlone(String queue, ClaimedMessage message, Connection connection, Timer timer) {
+		long deadline = System.nanoTime() + this.timeout.toNanos();
 		Batch batch = new Batch();
 		try (PreparedStatement ps = connection.prepareStatement(QueueSql.READ_COMMITTED_TRANSACTION + ";\n"
 				+ this.sql.lockClaimed())) {

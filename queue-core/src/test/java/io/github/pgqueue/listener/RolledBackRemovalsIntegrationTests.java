@@ -102,6 +102,37 @@ class RolledBackRemovalsIntegrationTests {
 	}
 
 	/**
+	 * A handler's removal runs in its consumer's transaction, so it is not recorded: a consumer that
+	 * cancels a message and then dies is counted each time, and its message dead-lettered once its
+	 * attempts are used up.
+	 */
+	@Test
+	void aTransactionalConsumerThatCancelsAMessageAndDiesIsCountedEachTime() {
+		this.template.declare(QueueDefinition.of("cancelling").withMaxAttempts(2));
+		this.template.declare(QueueDefinition.of("reminders"));
+		long poison = this.template.send("cancelling", 1);
+		List<Long> reminders = this.template.sendBatch("reminders", List.of(1, 2, 3));
+		Map<Integer, Integer> deaths = new ConcurrentHashMap<>();
+		JdbcTemplate appJdbc = new JdbcTemplate(this.app);
+		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("cancelling", List.of("cancelling"), 1,
+				AckMode.AUTO, true, Integer.class, (message, ack) -> {
+					int attempt = message.attempt();
+					deaths.merge(attempt, 1, Integer::sum);
+					assertThat(this.template.cancel("reminders", reminders.get(attempt - 1))).isEqualTo(CancelResult.REMOVED);
+					appJdbc.queryForObject("SELECT pg_terminate_backend(pg_backend_pid())", Boolean.class);
+				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), ConsumptionMode.TRANSACTIONAL,
+				Duration.ofSeconds(30)));
+		this.registry.start();
+
+		await().atMost(Duration.ofSeconds(30)).until(() -> "cancelling.dlq".equals(this.jdbc.queryForObject(
+				"SELECT queue FROM pgqueue.message WHERE id = ?", String.class, poison)));
+		assertThat(deaths).as("handler runs per attempt").containsOnly(Map.entry(1, 1), Map.entry(2, 1));
+		assertThat(this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = 'reminders'", Long.class))
+			.as("reminders left: the cancels died with their consumer").isEqualTo(3);
+	}
+
+	/**
 	 * A transactional consumer whose handler kills its own connection (as a dying JVM does) is
 	 * counted each time all the same, and the message is dead-lettered once its attempts are used up.
 	 */

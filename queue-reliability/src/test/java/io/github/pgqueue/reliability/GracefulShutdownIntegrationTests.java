@@ -35,9 +35,11 @@ class GracefulShutdownIntegrationTests {
 			fleet.start(2);
 			for (int i = 0; i < terminations; i++) {
 				ChaosDatabase.pause(Duration.ofMillis(1500));
+				// A consumer that has just started may not have claimed yet: wait for its first claim.
 				ConsumerProcess victim = fleet.anyReady();
-				long inFlight = this.database.count("SELECT count(*) FROM chaos.held_by(chaos.backends_of(?))",
-						victim.name());
+				long inFlight = await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+					.until(() -> this.database.count("SELECT count(*) FROM chaos.held_by(chaos.backends_of(?))",
+							victim.name()), (held) -> held > 0);
 				assertThat(inFlight).as("messages %s holds when it gets SIGTERM", victim).isPositive();
 				victim.terminate();
 				int exit = victim.awaitExit(Duration.ofSeconds(60));

@@ -63,6 +63,9 @@ final class PollLoop implements Runnable {
 	 */
 	private static final SuspectPermit SUSPECTS = new SuspectPermit();
 
+	/** The least time between two asks of one poller for the permit to take suspects. */
+	private static final long ASK_INTERVAL_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(1);
+
 	/** Whether a claim of the last poll was refused the permit to take messages whose consumer died. */
 	private boolean refusedSuspects;
 
@@ -73,6 +76,9 @@ final class PollLoop implements Runnable {
 	 * other, without end.
 	 */
 	private boolean handedSuspects;
+
+	/** When this poller last asked for the permit to take suspects (System.nanoTime). */
+	private long lastAsked = System.nanoTime() - ASK_INTERVAL_NANOS;
 
 	private final BooleanSupplier paused;
 
@@ -245,7 +251,12 @@ final class PollLoop implements Runnable {
 					}
 					this.idlePaused = false;
 					int found = pollOnce();
-					if (this.refusedSuspects && !this.handedSuspects) {
+					if (this.refusedSuspects && !this.handedSuspects
+							&& System.nanoTime() - this.lastAsked >= ASK_INTERVAL_NANOS) {
+						// At most once a second: each hand-over costs the poller a claim, and with
+						// dozens of listeners sharing a steady load every poll met the permit held and
+						// asked, so the hand-overs chained from poller to poller, a claim each.
+						this.lastAsked = System.nanoTime();
 						SUSPECTS.ask(this);
 					}
 					this.connected = true;

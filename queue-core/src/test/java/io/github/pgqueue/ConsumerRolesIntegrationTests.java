@@ -198,11 +198,7 @@ class ConsumerRolesIntegrationTests {
 		softly.assertThat(this.owner.queryForList("SELECT ids::text FROM pgqueue.holding WHERE session = ?", String.class,
 				session))
 			.as("the live session's row").containsExactly("{" + id + "}");
-		die(holderPid(), lease);
-		try (Lease<Integer> again = holder.receive("ledger", Integer.class).orElseThrow()) {
-			softly.assertThat(again.message().attempt()).as("the dead holder's attempt, counted").isEqualTo(2);
-			again.ack();
-		}
+		assertDeathCounted(holder, lease);
 		softly.assertAll();
 	}
 
@@ -221,11 +217,7 @@ class ConsumerRolesIntegrationTests {
 		assertThat(catchThrowable(() -> rival.queryForObject("SELECT pgqueue.unlist(?::bigint[], current_user)",
 				Integer.class, (Object) new Long[] { id })))
 			.as("the message taken out of the live holder's row").isNotNull();
-		die(holderPid(), lease);
-		try (Lease<Integer> again = holder.receive("ledger", Integer.class).orElseThrow()) {
-			assertThat(again.message().attempt()).as("the dead holder's attempt, counted").isEqualTo(2);
-			again.ack();
-		}
+		assertDeathCounted(holder, lease);
 	}
 
 	/**
@@ -263,11 +255,7 @@ class ConsumerRolesIntegrationTests {
 		}
 		softly.assertThat(this.owner.queryForList("SELECT ids::text FROM pgqueue.holding WHERE pid = ?", String.class,
 				holderPid())).as("the live holder's row").containsExactly("{" + id + "}");
-		die(holderPid(), lease);
-		try (Lease<Integer> again = holder.receive("ledger", Integer.class).orElseThrow()) {
-			softly.assertThat(again.message().attempt()).as("the dead holder's attempt, counted").isEqualTo(2);
-			again.ack();
-		}
+		assertDeathCounted(holder, lease);
 		softly.assertAll();
 	}
 
@@ -287,6 +275,15 @@ class ConsumerRolesIntegrationTests {
 		});
 		assertThat(this.owner.queryForObject("SELECT count(*) FROM pgqueue.removal_xact WHERE xact = ?::xid8", Long.class,
 				xact)).isZero();
+	}
+
+	/** Kills the session of role holder that holds {@code lease}: the next receive counts its lost attempt. */
+	private void assertDeathCounted(QueueTemplate holder, Lease<Integer> lease) {
+		die(holderPid(), lease);
+		try (Lease<Integer> again = holder.receive("ledger", Integer.class).orElseThrow()) {
+			assertThat(again.message().attempt()).as("the dead holder's attempt, counted").isEqualTo(2);
+			again.ack();
+		}
 	}
 
 	/** Terminates the backend of a session that holds a lease, and waits until it is gone. */

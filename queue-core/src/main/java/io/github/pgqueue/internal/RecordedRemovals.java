@@ -121,6 +121,11 @@ public final class RecordedRemovals {
 				connection.commit();
 			}
 		}
+		catch (SQLException ex) {
+			throw new SQLException("Could not record transaction " + transaction + " as a removal's on a second "
+					+ "connection of the data source (nothing was removed; if the pool is exhausted, give it one more "
+					+ "connection): " + ex.getMessage(), ex.getSQLState(), ex);
+		}
 	}
 
 }

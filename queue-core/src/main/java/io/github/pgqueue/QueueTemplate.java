@@ -1,11 +1,8 @@
 package io.github.pgqueue;
 
 import java.lang.reflect.Type;
-import java.sql.Array;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
-import java.sql.Timestamp;
-import java.sql.Types;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -19,6 +16,7 @@ import io.github.pgqueue.internal.ClaimedMessage;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.HeaderFilter;
 
+import io.github.pgqueue.internal.NamedStatement;
 import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.internal.RecordedRemovals;
 import io.github.pgqueue.observation.QueueSendObservationContext.Operation;
@@ -29,6 +27,7 @@ import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
 
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.core.PreparedStatementCreator;
 
 /**
  * The thread-safe {@link QueueOperations} implementation. Sends run on the connection of the
@@ -109,17 +108,12 @@ public final class QueueTemplate implements QueueOperations {
 			return sendDeduplicated(queue, json, options, headers);
 		}
 		boolean plain = options.isDefault() && headers.isEmpty();
-		Long id = write(queue, () -> this.jdbc.execute(plain ? this.sql.sendPlain() : this.sql.send(), (PreparedStatement ps) -> {
-			if (plain) {
-				ps.setString(1, queue);
-			}
-			else {
-				bindOptions(ps, 1, queue, options, headers);
-			}
-			ps.setString(2, json);
+		PreparedStatementCreator statement = plain ? this.sql.sendPlain.with(new QueueSql.SendPlain(queue, json))
+				: this.sql.send.with(send(queue, json, options, headers));
+		Long id = write(queue, () -> this.jdbc.execute(statement, (PreparedStatement ps) -> {
 			try (ResultSet rs = ps.executeQuery()) {
 				rs.next();
-				return rs.getLong(1);
+				return rs.getLong("id");
 			}
 		}));
 		sent(queue, 1);
@@ -134,16 +128,12 @@ public final class QueueTemplate implements QueueOperations {
 	 */
 	private long sendDeduplicated(String queue, String json, SendOptions options, java.util.Map<String, String> headers) {
 		for (int i = 0; i < DEDUPLICATION_ATTEMPTS; i++) {
-			long[] sent = write(queue, () -> this.jdbc.execute(this.sql.sendDeduplicated(), (PreparedStatement ps) -> {
-				bindOptions(ps, 1, queue, options, headers);
-				ps.setString(2, json);
-				ps.setString(9, options.deduplicationKey());
-				ps.setString(10, queue);
-				ps.setString(11, options.deduplicationKey());
-				try (ResultSet rs = ps.executeQuery()) {
-					return rs.next() ? new long[] { rs.getLong(1), rs.getBoolean(2) ? 1 : 0 } : null;
-				}
-			}));
+			long[] sent = write(queue, () -> this.jdbc.execute(
+					this.sql.sendDeduplicated.with(send(queue, json, options, headers)), (PreparedStatement ps) -> {
+						try (ResultSet rs = ps.executeQuery()) {
+							return rs.next() ? new long[] { rs.getLong("id"), rs.getBoolean("inserted") ? 1 : 0 } : null;
+						}
+					}));
 			if (sent != null) {
 				sent(queue, (int) sent[1]);
 				return sent[0];
@@ -194,23 +184,15 @@ public final class QueueTemplate implements QueueOperations {
 			}
 			return ids;
 		}
-		String statement = (options.group() != null) ? this.sql.sendGroupedBatch() : this.sql.sendBatch();
-		List<Long> ids = write(queue, () -> this.jdbc.execute(statement, (PreparedStatement ps) -> {
-			// sendBatch's and sendGroupedBatch's parameters: 1 queue, 2 headers, 3 priority, 4 not-before,
-			// 5 delay, 6 max, 7 group, 8 payloads
-			ps.setString(1, queue);
-			ps.setString(2, MessageHeaders.write(headers));
-			ps.setInt(3, options.priority());
-			setNotBefore(ps, 4, options);
-			ps.setLong(5, options.delay().toMillis());
-			setMaxAttempts(ps, 6, options);
-			ps.setString(7, options.group());
-			Array array = ps.getConnection().createArrayOf("text", json);
-			ps.setArray(8, array);
+		NamedStatement<QueueSql.SendBatch> statement = (options.group() != null) ? this.sql.sendGroupedBatch
+				: this.sql.sendBatch;
+		QueueSql.SendBatch batch = new QueueSql.SendBatch(queue, MessageHeaders.write(headers), options.priority(),
+				options.notBefore(), options.delay().toMillis(), options.maxAttempts(), options.group(), json);
+		List<Long> ids = write(queue, () -> this.jdbc.execute(statement.with(batch), (PreparedStatement ps) -> {
 			List<Long> result = new ArrayList<>(json.length);
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {
-					result.add(rs.getLong(1));
+					result.add(rs.getLong("id"));
 				}
 			}
 			Collections.sort(result);
@@ -237,28 +219,22 @@ public final class QueueTemplate implements QueueOperations {
 	/** Inserts a copy of the message into every bound queue that matches; the number of copies. */
 	private int insertRouted(String exchange, String routingKey, String json, SendOptions options,
 			java.util.Map<String, String> headers) {
-		List<String> routedTo = write(exchange, () -> this.jdbc.execute(this.sql.publish(), (PreparedStatement ps) -> {
-			ps.setString(1, json);
-			ps.setString(2, MessageHeaders.write(headers));
-			ps.setInt(3, options.priority());
-			setNotBefore(ps, 4, options);
-			ps.setLong(5, options.delay().toMillis());
-			setMaxAttempts(ps, 6, options);
-			ps.setString(7, options.deduplicationKey());
-			ps.setString(8, options.group());
-			ps.setString(9, exchange);
-			ps.setString(10, routingKey);
-			ps.setString(11, routingKey);
-			List<String> queues = new ArrayList<>();
-			try (ResultSet rs = ps.executeQuery()) {
-				while (rs.next()) {
-					queues.add(rs.getString(2));
-				}
-			}
-			return queues;
-		}));
+		QueueSql.Publish publish = new QueueSql.Publish(exchange, routingKey, json, MessageHeaders.write(headers),
+				options.priority(), options.notBefore(), options.delay().toMillis(), options.maxAttempts(),
+				options.deduplicationKey(), options.group());
+		List<String> routedTo = write(exchange, () -> this.jdbc.execute(this.sql.publish.with(publish),
+				(PreparedStatement ps) -> {
+					List<String> queues = new ArrayList<>();
+					try (ResultSet rs = ps.executeQuery()) {
+						while (rs.next()) {
+							queues.add(rs.getString("queue"));
+						}
+					}
+					return queues;
+				}));
 		if (routedTo == null || routedTo.isEmpty()) {
-			List<String> policy = this.jdbc.queryForList(this.sql.exchangeExists(), String.class, exchange);
+			List<String> policy = this.jdbc.query(this.sql.unroutablePolicy.with(new QueueSql.Exchange(exchange)),
+					(rs, row) -> rs.getString("unroutable"));
 			if (policy.isEmpty()) {
 				throw new IllegalArgumentException("Exchange '" + exchange + "' is not declared; declare it under "
 						+ "pgqueue.exchanges or with declare(ExchangeDefinition)");
@@ -365,39 +341,36 @@ public final class QueueTemplate implements QueueOperations {
 		QueueNames.requireQueue(queue);
 		int ns = namespace();
 		Boolean removed = this.removals.run((connection) -> {
-			try (PreparedStatement ps = connection.prepareStatement(this.sql.cancel())) {
-				ps.setLong(1, id);
-				ps.setString(2, queue);
-				ps.setInt(3, ns);
-				try (ResultSet rs = ps.executeQuery()) {
-					return rs.next() && rs.getBoolean(1);
-				}
+			try (PreparedStatement ps = this.sql.cancel.prepare(connection, new QueueSql.Cancel(id, queue, ns));
+					ResultSet rs = ps.executeQuery()) {
+				return rs.next() && rs.getBoolean("deleted");
 			}
 		});
 		if (Boolean.TRUE.equals(removed)) {
 			return CancelResult.REMOVED;
 		}
-		Boolean exists = this.jdbc.queryForObject(this.sql.exists(), Boolean.class, id, queue);
-		return Boolean.TRUE.equals(exists) ? CancelResult.HELD : CancelResult.NOT_FOUND;
+		boolean exists = this.jdbc.query(this.sql.exists.with(new QueueSql.Exists(id, queue)),
+				(rs, row) -> rs.getBoolean("exists")).get(0);
+		return exists ? CancelResult.HELD : CancelResult.NOT_FOUND;
 	}
 
 	@Override
 	public QueueStats stats(String queue) {
 		QueueNames.requireQueue(queue);
 		int ns = namespace();
-		return this.jdbc.queryForObject(this.sql.stats(), (rs, row) -> {
-			double oldest = rs.getDouble(5);
-			return new QueueStats(queue, rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4),
-					Duration.ofMillis((long) (oldest * 1000)));
-		}, queue, ns, queue, queue, queue, queue, queue);
+		return this.jdbc.query(this.sql.stats.with(new QueueSql.Stats(queue, ns)), (rs, row) -> {
+			double oldest = rs.getDouble("oldest_age_s");
+			return new QueueStats(queue, rs.getLong("ready"), rs.getLong("delayed"), rs.getLong("in_flight"),
+					rs.getLong("dead_lettered"), Duration.ofMillis((long) (oldest * 1000)));
+		}).get(0);
 	}
 
 	@Override
 	public void declare(QueueDefinition definition) {
 		checkNoDeadLetterCycle(definition);
-		this.jdbc.update(this.sql.upsertQueue(), definition.name(), definition.maxAttempts(),
+		this.jdbc.update(this.sql.upsertQueue.with(new QueueSql.UpsertQueue(definition.name(), definition.maxAttempts(),
 				definition.backoffInitial().toMillis(), definition.backoffMultiplier(),
-				definition.backoffMax().toMillis(), definition.deadLetterQueue());
+				definition.backoffMax().toMillis(), definition.deadLetterQueue())));
 	}
 
 	@Override
@@ -413,20 +386,8 @@ public final class QueueTemplate implements QueueOperations {
 			regexes[i] = binding.keyRegex(definition.type(), definition.name());
 		}
 		String type = definition.type().name().toLowerCase(java.util.Locale.ROOT);
-		this.jdbc.execute(this.sql.declareExchange(), (PreparedStatement ps) -> {
-			java.sql.Connection connection = ps.getConnection();
-			ps.setString(1, definition.name());
-			ps.setString(2, type);
-			ps.setString(3, definition.unroutable().name().toLowerCase(java.util.Locale.ROOT));
-			ps.setString(4, definition.name());
-			ps.setArray(5, connection.createArrayOf("text", queues));
-			ps.setArray(6, connection.createArrayOf("text", keys));
-			ps.setArray(7, connection.createArrayOf("text", regexes));
-			ps.setString(8, definition.name());
-			ps.setArray(9, connection.createArrayOf("text", queues));
-			ps.setArray(10, connection.createArrayOf("text", keys));
-			return ps.executeUpdate();
-		});
+		this.jdbc.update(this.sql.declareExchange.with(new QueueSql.DeclareExchange(definition.name(), type,
+				definition.unroutable().name().toLowerCase(java.util.Locale.ROOT), queues, keys, regexes)));
 	}
 
 	@Override
@@ -438,28 +399,24 @@ public final class QueueTemplate implements QueueOperations {
 		String deadLetterQueue = deadLetterQueueOf(queue);
 		int ns = namespace();
 		return this.removals.run((connection) -> {
-			try (PreparedStatement ps = connection.prepareStatement(this.sql.redrive())) {
-				ps.setString(1, queue);
-				ps.setString(2, deadLetterQueue);
-				ps.setInt(3, max + REDRIVE_WINDOW);
-				ps.setInt(4, ns);
-				ps.setInt(5, max);
-				ps.setString(6, this.sql.channel());
-				try (ResultSet rs = ps.executeQuery()) {
-					return rs.next() ? (int) rs.getLong(1) : 0;
-				}
+			try (PreparedStatement ps = this.sql.redrive.prepare(connection, new QueueSql.Redrive(queue,
+					deadLetterQueue, max + REDRIVE_WINDOW, ns, max, this.sql.channel()));
+					ResultSet rs = ps.executeQuery()) {
+				return rs.next() ? (int) rs.getLong("moved") : 0;
 			}
 		});
 	}
 
 	/** The queues declared in the database, and their dead-letter queues. */
 	public java.util.Set<String> declaredQueues() {
-		return new java.util.TreeSet<>(this.jdbc.queryForList(this.sql.declaredQueues(), String.class));
+		return new java.util.TreeSet<>(this.jdbc.query(this.sql.declaredQueues.with(new QueueSql.None()),
+				(rs, row) -> rs.getString("name")));
 	}
 
 	/** The dead-letter queue of {@code queue}: its definition's, else {@code <queue>.dlq}. */
 	public String deadLetterQueueOf(String queue) {
-		List<String> configured = this.jdbc.queryForList(this.sql.deadLetterQueue(), String.class, queue);
+		List<String> configured = this.jdbc.query(this.sql.deadLetterQueue.with(new QueueSql.Queue(queue)),
+				(rs, row) -> rs.getString("dead_letter_queue"));
 		return (configured.isEmpty() || configured.get(0) == null) ? QueueNames.defaultDeadLetterQueue(queue)
 				: configured.get(0);
 	}
@@ -484,7 +441,8 @@ public final class QueueTemplate implements QueueOperations {
 	}
 
 	private int storedNamespace() {
-		List<Integer> stored = this.jdbc.queryForList(this.sql.namespace(), Integer.class);
+		List<Integer> stored = this.jdbc.query(this.sql.namespace.with(new QueueSql.None()),
+				(rs, row) -> rs.getInt("lock_namespace"));
 		if (stored.size() != 1) {
 			throw new IllegalStateException("Table " + this.sql.schema() + ".setting must hold exactly one row with "
 					+ "the lock namespace, but holds " + stored.size() + "; it is written when the schema is created");
@@ -501,7 +459,8 @@ public final class QueueTemplate implements QueueOperations {
 		String next = definition.effectiveDeadLetterQueue();
 		while (next != null && !chain.contains(next)) {
 			chain.add(next);
-			List<String> declared = this.jdbc.queryForList(this.sql.deadLetterQueueOfDeclared(), String.class, next);
+			List<String> declared = this.jdbc.query(this.sql.deadLetterQueueOfDeclared.with(new QueueSql.Queue(next)),
+					(rs, row) -> rs.getString("dead_letter_queue"));
 			next = declared.isEmpty() ? null : declared.get(0);
 		}
 		if (next == null) {
@@ -640,36 +599,10 @@ public final class QueueTemplate implements QueueOperations {
 		return payload;
 	}
 
-	private static void bindOptions(PreparedStatement ps, int queueIndex, String queue, SendOptions options,
-			java.util.Map<String, String> headers) throws java.sql.SQLException {
-		// send's parameters: 1 queue, 2 payload, 3 headers, 4 priority, 5 not-before, 6 delay, 7 max,
-		// 8 group
-		ps.setString(queueIndex, queue);
-		ps.setString(3, MessageHeaders.write(headers));
-		ps.setInt(4, options.priority());
-		setNotBefore(ps, 5, options);
-		ps.setLong(6, options.delay().toMillis());
-		setMaxAttempts(ps, 7, options);
-		ps.setString(8, options.group());
-	}
-
-	private static void setNotBefore(PreparedStatement ps, int index, SendOptions options) throws java.sql.SQLException {
-		if (options.notBefore() != null) {
-			ps.setTimestamp(index, Timestamp.from(options.notBefore()));
-		}
-		else {
-			ps.setNull(index, Types.TIMESTAMP_WITH_TIMEZONE);
-		}
-	}
-
-	private static void setMaxAttempts(PreparedStatement ps, int index, SendOptions options)
-			throws java.sql.SQLException {
-		if (options.maxAttempts() != null) {
-			ps.setInt(index, options.maxAttempts());
-		}
-		else {
-			ps.setNull(index, Types.INTEGER);
-		}
+	private static QueueSql.Send send(String queue, String json, SendOptions options,
+			java.util.Map<String, String> headers) {
+		return new QueueSql.Send(queue, json, MessageHeaders.write(headers), options.priority(), options.notBefore(),
+				options.delay().toMillis(), options.maxAttempts(), options.group(), options.deduplicationKey());
 	}
 
 	/** Builds a {@link QueueTemplate}. */

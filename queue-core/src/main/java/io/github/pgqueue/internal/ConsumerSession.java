@@ -1,6 +1,5 @@
 package io.github.pgqueue.internal;
 
-import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -76,8 +75,8 @@ public final class ConsumerSession implements AutoCloseable {
 
 	/**
 	 * The queues whose last claim came back short and none full since: their claims find FIFO
-	 * groups' heads by stepping through the group index ({@link QueueSql#claim(int, boolean,
-	 * boolean, boolean)}). Where a few groups hold a backlog, their heads are the only messages a
+	 * groups' heads by stepping through the group index (session.sql's
+	 * {@code claim_scanning_heads}). Where a few groups hold a backlog, their heads are the only messages a
 	 * claim can take, and a walk of the claim index meets little else than their later messages.
 	 */
 	private final Set<String> scarce = new HashSet<>();
@@ -121,10 +120,11 @@ public final class ConsumerSession implements AutoCloseable {
 				this.defaultIsolation = rs.getString(1);
 			}
 		}
-		try (PreparedStatement ps = connection.prepareStatement(sql.openSession()); ResultSet rs = ps.executeQuery()) {
+		try (PreparedStatement ps = sql.openSession.prepare(connection, new QueueSql.None());
+				ResultSet rs = ps.executeQuery()) {
 			rs.next();
-			this.sessionKey = rs.getLong(1);
-			this.backendPid = rs.getInt(2);
+			this.sessionKey = rs.getLong("session");
+			this.backendPid = rs.getInt("pid");
 		}
 	}
 
@@ -232,47 +232,14 @@ public final class ConsumerSession implements AutoCloseable {
 
 	/** Claims from the head of the queue, or after {@code cursor}; keeps the cursor of a full claim. */
 	private Claim claim(String queue, int max, boolean mayTakeOpen, HeaderFilter filter, ClaimCursor cursor) {
-		boolean scanHeads = this.scarce.contains(queue);
-		String statement = this.sql.claim(max, filter != null, cursor != null, scanHeads);
-		try (PreparedStatement ps = this.connection.prepareStatement(statement)) {
-			int i = 0;
-			if (cursor != null) {
-				ps.setInt(++i, cursor.priority());
-			}
-			else {
-				ps.setString(++i, queue);
-			}
-			ps.setString(++i, queue);
-			ps.setString(++i, queue);
-			if (scanHeads) {
-				ps.setString(++i, queue);
-				ps.setString(++i, queue);
-			}
-			ps.setString(++i, queue);
-			ps.setBoolean(++i, mayTakeOpen);
-			Array documents = (filter != null) ? this.connection.createArrayOf("text", filter.documents()) : null;
-			if (documents != null) {
-				ps.setArray(++i, documents);
-			}
-			if (cursor != null) {
-				ps.setLong(++i, cursor.visibleAtMicros());
-				ps.setLong(++i, cursor.id());
-			}
-			ps.setInt(++i, this.namespace);
-			if (scanHeads) {
-				ps.setBoolean(++i, mayTakeOpen);
-				if (documents != null) {
-					ps.setArray(++i, documents);
-				}
-				ps.setInt(++i, this.namespace);
-			}
-			ps.setString(++i, queue);
-			ps.setString(++i, queue);
-			ps.setString(++i, queue);
-			ps.setLong(++i, this.sessionKey);
-			ps.setInt(++i, this.namespace);
-			ps.setInt(++i, this.maxPayloadBytes);
-			ps.setString(++i, queue);
+		// A cursor exists only after a full claim, which leaves the scarce set: never both.
+		NamedStatement<QueueSql.SessionClaim> statement = (cursor != null) ? this.sql.claimWalkAfter
+				: this.scarce.contains(queue) ? this.sql.claimScanningHeads : this.sql.claimWalk;
+		QueueSql.SessionClaim parameters = new QueueSql.SessionClaim(queue, mayTakeOpen,
+				(filter != null) ? filter.documents() : null, this.namespace, this.sessionKey, this.maxPayloadBytes,
+				(cursor != null) ? cursor.priority() : null, (cursor != null) ? cursor.visibleAtMicros() : null,
+				(cursor != null) ? cursor.id() : null);
+		try (PreparedStatement ps = statement.variant(max, filter != null).prepare(this.connection, parameters)) {
 			Claim claim = readClaim(queue, ps, true);
 			boolean full = claim.messages().size() + claim.deadLettered() + claim.raced() == max;
 			if (!full) {
@@ -298,7 +265,7 @@ public final class ConsumerSession implements AutoCloseable {
 	 * is dead-lettered after its max attempts; the caller runs it alone.
 	 */
 	public Claim claimSuspect(String queue, long id) {
-		return claimOne(this.sql.claimSuspect(), queue, id);
+		return claimOne(this.sql.claimSuspect, queue, id);
 	}
 
 	/**
@@ -307,25 +274,19 @@ public final class ConsumerSession implements AutoCloseable {
 	 * was exhausted).
 	 */
 	public Claim claimById(String queue, long id) {
-		return claimOne(this.sql.claimById(), queue, id);
+		return claimOne(this.sql.claimById, queue, id);
 	}
 
 	/** Runs a claim of one message by id; both statements take the same parameters. */
-	private Claim claimOne(String statement, String queue, long id) {
+	private Claim claimOne(NamedStatement<QueueSql.ClaimOne> statement, String queue, long id) {
 		if (!this.held.isEmpty()) {
 			throw new IllegalStateException("Session " + this.backendPid + " still holds " + this.held
 					+ "; complete them before claiming more");
 		}
 		checkNotLost();
 		this.claimedQueue = queue;
-		try (PreparedStatement ps = this.connection.prepareStatement(statement)) {
-			ps.setLong(1, id);
-			ps.setString(2, queue);
-			ps.setInt(3, this.namespace);
-			ps.setString(4, queue);
-			ps.setLong(5, this.sessionKey);
-			ps.setInt(6, this.namespace);
-			ps.setInt(7, this.maxPayloadBytes);
+		try (PreparedStatement ps = statement.prepare(this.connection,
+				new QueueSql.ClaimOne(id, queue, this.namespace, this.sessionKey, this.maxPayloadBytes))) {
 			return readClaim(queue, ps, false);
 		}
 		catch (SQLException ex) {
@@ -347,23 +308,27 @@ public final class ConsumerSession implements AutoCloseable {
 		boolean inTurn = false;
 		try (ResultSet rs = ps.executeQuery()) {
 			while (rs.next()) {
-				if (rs.getObject(1) == null) {
-					long ms = rs.getLong(15);
+				String kind = rs.getString("kind");
+				if (kind.equals("next_due")) {
+					long ms = rs.getLong("next_due_ms");
 					nextVisible = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, ms));
-					continue; // nothing could be locked: when the next delayed message is due
+					continue;
 				}
 				ClaimCursor place = placed ? ClaimCursor.ofChosen(rs) : null;
 				if (place != null && (last == null || place.isAfter(last))) {
 					last = place;
 				}
-				if (rs.getObject(5) == null) {
-					if (place != null) {
+				if (kind.equals("gone")) {
+					if (placed) {
 						raced++; // chosen, found gone by the re-check, and already unlocked
 					}
-					continue; // or locked and left (unlocked) because a suspect was claimed alone
+					continue;
+				}
+				if (kind.equals("left")) {
+					continue; // locked and left (unlocked) because suspects were claimed alone
 				}
 				ClaimedMessage message = read(queue, rs);
-				inTurn |= placed && rs.getBoolean(2);
+				inTurn |= rs.getBoolean("in_turn");
 				this.held.add(message.id());
 				String unusable = unusable(message, this.maxPayloadBytes);
 				if (unusable != null) {
@@ -413,7 +378,7 @@ public final class ConsumerSession implements AutoCloseable {
 			// Rows were already read as held when the statement failed: treat it as a completion.
 			return completionFailure(failure);
 		}
-		try (PreparedStatement ps = this.connection.prepareStatement("SELECT pg_advisory_unlock_all()")) {
+		try (PreparedStatement ps = this.sql.unlockAll.prepare(this.connection, new QueueSql.None())) {
 			ps.execute();
 		}
 		catch (SQLException unlockFailure) {
@@ -423,12 +388,14 @@ public final class ConsumerSession implements AutoCloseable {
 		return failure;
 	}
 
+	/** The claimed message at the current row of a claim's result (any claim: they share these columns). */
 	public static ClaimedMessage read(String queue, ResultSet rs) throws SQLException {
-		String dlq = rs.getString(9);
-		return new ClaimedMessage(rs.getLong(1), queue, rs.getString(3), rs.getString(4), rs.getInt(5), rs.getInt(6),
-				rs.getTimestamp(7).toInstant(), rs.getInt(8),
-				(dlq != null) ? dlq : QueueNames.defaultDeadLetterQueue(queue), rs.getLong(10), rs.getDouble(11),
-				rs.getLong(12), rs.getString(13), rs.getInt(14));
+		String dlq = rs.getString("dead_letter_queue");
+		return new ClaimedMessage(rs.getLong("id"), queue, rs.getString("payload"), rs.getString("headers"),
+				rs.getInt("priority"), rs.getInt("attempt"), rs.getTimestamp("created_at").toInstant(),
+				rs.getInt("max_attempts"), (dlq != null) ? dlq : QueueNames.defaultDeadLetterQueue(queue),
+				rs.getLong("backoff_initial_ms"), rs.getDouble("backoff_multiplier"), rs.getLong("backoff_max_ms"),
+				rs.getString("last_error"), rs.getInt("payload_bytes"));
 	}
 
 	/** Deletes the messages and releases them, in one statement. */
@@ -437,12 +404,8 @@ public final class ConsumerSession implements AutoCloseable {
 			return;
 		}
 		checkHeld(ids);
-		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.ack())) {
-			ps.setArray(1, longArray(ids));
-			ps.setString(2, this.claimedQueue);
-			ps.setInt(3, this.backendPid);
-			ps.setInt(4, this.namespace);
-			ps.setLong(5, this.sessionKey);
+		try (PreparedStatement ps = this.sql.ack.prepare(this.connection, new QueueSql.Ack(ids.toArray(new Long[0]),
+				this.claimedQueue, this.backendPid, this.namespace, this.sessionKey))) {
 			completed(ids, ps, "ack");
 		}
 		catch (SQLException ex) {
@@ -465,14 +428,8 @@ public final class ConsumerSession implements AutoCloseable {
 			errors[i] = retry.error();
 		}
 		checkHeld(ids);
-		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.retry())) {
-			ps.setArray(1, longArray(ids));
-			ps.setArray(2, this.connection.createArrayOf("bigint", delays));
-			ps.setArray(3, this.connection.createArrayOf("text", errors));
-			ps.setInt(4, this.backendPid);
-			ps.setInt(5, this.namespace);
-			ps.setLong(6, this.sessionKey);
-			ps.setString(7, this.sql.channel());
+		try (PreparedStatement ps = this.sql.retry.prepare(this.connection, new QueueSql.Retry(ids.toArray(new Long[0]),
+				delays, errors, this.backendPid, this.namespace, this.sessionKey, this.sql.channel()))) {
 			completed(ids, ps, "retry");
 		}
 		catch (SQLException ex) {
@@ -494,14 +451,9 @@ public final class ConsumerSession implements AutoCloseable {
 			errors[i] = letters.get(i).error();
 		}
 		checkHeld(ids);
-		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.deadLetter())) {
-			ps.setArray(1, longArray(ids));
-			ps.setArray(2, this.connection.createArrayOf("text", queues));
-			ps.setArray(3, this.connection.createArrayOf("text", errors));
-			ps.setInt(4, this.backendPid);
-			ps.setInt(5, this.namespace);
-			ps.setLong(6, this.sessionKey);
-			ps.setString(7, this.sql.channel());
+		try (PreparedStatement ps = this.sql.deadLetter.prepare(this.connection, new QueueSql.DeadLetter(
+				ids.toArray(new Long[0]), queues, errors, this.backendPid, this.namespace, this.sessionKey,
+				this.sql.channel()))) {
 			completed(ids, ps, "dead-letter");
 		}
 		catch (SQLException ex) {
@@ -520,18 +472,11 @@ public final class ConsumerSession implements AutoCloseable {
 			return;
 		}
 		checkNotLost();
-		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.unlock())) {
-			Array array = longArray(ids);
-			ps.setBoolean(1, attemptEnded);
-			ps.setArray(2, array);
-			ps.setInt(3, this.namespace);
-			ps.setArray(4, array);
-			ps.setLong(5, this.sessionKey);
-			ps.setArray(6, array);
-			ps.setInt(7, this.namespace);
+		try (PreparedStatement ps = this.sql.release.prepare(this.connection,
+				new QueueSql.Release(attemptEnded, ids.toArray(new Long[0]), this.namespace, this.sessionKey))) {
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {
-					this.held.remove(rs.getLong(1));
+					this.held.remove(rs.getLong("id"));
 				}
 			}
 		}
@@ -549,7 +494,7 @@ public final class ConsumerSession implements AutoCloseable {
 		Set<Long> done = new LinkedHashSet<>();
 		try (ResultSet rs = ps.executeQuery()) {
 			while (rs.next()) {
-				done.add(rs.getLong(1));
+				done.add(rs.getLong("id"));
 			}
 		}
 		this.held.removeAll(done);
@@ -569,10 +514,10 @@ public final class ConsumerSession implements AutoCloseable {
 	}
 
 	private int currentBackendPid() throws SQLException {
-		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.backendPid());
+		try (PreparedStatement ps = this.sql.backendPid.prepare(this.connection, new QueueSql.None());
 				ResultSet rs = ps.executeQuery()) {
 			rs.next();
-			return rs.getInt(1);
+			return rs.getInt("pid");
 		}
 	}
 
@@ -637,10 +582,6 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 	}
 
-	private Array longArray(Collection<Long> ids) throws SQLException {
-		return this.connection.createArrayOf("bigint", ids.toArray(new Long[0]));
-	}
-
 	/** Releases what is still held (unless the session is lost) and returns the connection. */
 	@Override
 	public void close() {
@@ -672,10 +613,9 @@ public final class ConsumerSession implements AutoCloseable {
 	 * settings back, for the pool's next borrower; false if that failed.
 	 */
 	private boolean endCleanly() {
-		try (PreparedStatement ps = this.connection.prepareStatement(this.sql.closeSession());
+		try (PreparedStatement ps = this.sql.closeSession.prepare(this.connection,
+				new QueueSql.CloseSession(this.sessionKey, this.defaultIsolation));
 				Statement statement = this.connection.createStatement()) {
-			ps.setLong(1, this.sessionKey);
-			ps.setString(2, this.defaultIsolation);
 			ps.execute();
 			statement.execute(QueueSql.DEFAULT_PLANS);
 			return true;
@@ -731,7 +671,7 @@ public final class ConsumerSession implements AutoCloseable {
 
 	/**
 	 * Where a poller's claims go on from: a row's place in the claim index (its priority, visible_at
-	 * in microseconds since the epoch, as a claim's column 15, or 17 for any row a batch claim
+	 * in microseconds since the epoch, as a claim's visible_at_us, or place_visible_at_us for any row a batch claim
 	 * chose, gives it, and id), and when the claims that led to it last started from the head
 	 * ({@link System#nanoTime()}).
 	 */
@@ -742,7 +682,7 @@ public final class ConsumerSession implements AutoCloseable {
 		 * the last row of a transactional claim's window.
 		 */
 		public static ClaimCursor of(ResultSet rs) throws SQLException {
-			return new ClaimCursor(rs.getInt(5), rs.getLong(15), rs.getLong(1), 0);
+			return new ClaimCursor(rs.getInt("priority"), rs.getLong("visible_at_us"), rs.getLong("id"), 0);
 		}
 
 		/**
@@ -751,8 +691,8 @@ public final class ConsumerSession implements AutoCloseable {
 		 * row the claim locked and left.
 		 */
 		static ClaimCursor ofChosen(ResultSet rs) throws SQLException {
-			int priority = rs.getInt(16);
-			return rs.wasNull() ? null : new ClaimCursor(priority, rs.getLong(17), rs.getLong(1), 0);
+			int priority = rs.getInt("place_priority");
+			return rs.wasNull() ? null : new ClaimCursor(priority, rs.getLong("place_visible_at_us"), rs.getLong("id"), 0);
 		}
 
 		/** Whether this place comes after {@code other} in the claim index. */

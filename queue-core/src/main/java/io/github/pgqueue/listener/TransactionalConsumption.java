@@ -1,6 +1,5 @@
 package io.github.pgqueue.listener;
 
-import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -28,7 +27,9 @@ import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ConsumerSession.ClaimCursor;
 import io.github.pgqueue.internal.ListenerMetrics.Outcome;
 import io.github.pgqueue.internal.ListenerMetrics;
+import io.github.pgqueue.internal.NamedStatement;
 import io.github.pgqueue.internal.QueueSql;
+import io.github.pgqueue.internal.QueueSql.TransactionalClaim;
 import io.github.pgqueue.internal.RecordedRemovals;
 import io.github.pgqueue.listener.Dispatcher.Completion;
 import io.github.pgqueue.listener.Dispatcher.Delivery;
@@ -105,22 +106,26 @@ final class TransactionalConsumption implements Consumption {
 	private int guarded;
 
 	/** The claim, then the savepoint before the handlers, in one round trip. */
-	private final String claimThenSavepoint;
+	private final NamedStatement<TransactionalClaim> claimThenSavepoint;
 
 	/** The same, going on from a cursor. */
-	private final String cursorClaimThenSavepoint;
+	private final NamedStatement<TransactionalClaim> cursorClaimThenSavepoint;
 
 	/** The two above, finding FIFO groups' heads through the group index (see {@link #scarce}). */
-	private final String scanningClaimThenSavepoint;
+	private final NamedStatement<TransactionalClaim> scanningClaimThenSavepoint;
 
-	private final String scanningCursorClaimThenSavepoint;
+	private final NamedStatement<TransactionalClaim> scanningCursorClaimThenSavepoint;
 
-	/** The completing statements, each between its planner settings (see {@link QueueSql#withIndexPlans}). */
-	private final String ack;
+	/**
+	 * The completing statements, each between its planner settings (see {@link QueueSql#withIndexPlans});
+	 * the first of a batch's releases the claim's savepoint first (see {@link #topLevel}).
+	 */
+	private final Completions completions;
 
-	private final String retry;
+	private final Completions completionsReleasingClaim;
 
-	private final String deadLetter;
+	/** The row lock of a suspect, the first statement of its transaction. */
+	private final NamedStatement<QueueSql.LockClaimed> lockClaimed;
 
 	/**
 	 * Per queue, where this poller's next claim goes on from: where its last full batch ended (see
@@ -134,7 +139,7 @@ final class TransactionalConsumption implements Consumption {
 	/**
 	 * The queues whose last claim walked a whole window without filling its batch and has not
 	 * filled one since: their claims find FIFO groups' heads by stepping through the group index
-	 * ({@link QueueSql#transactionalClaim(int, boolean, boolean, boolean)}). A walk tests every row
+	 * (transactional.sql's {@code claim_scanning_heads}). A walk tests every row
 	 * it passes; where a few groups hold the backlog, their heads are the only rows it can take,
 	 * and the rest of the backlog is their later messages, which it would walk window by window.
 	 * A queue leaves this set when such a claim fills its batch, or sees
@@ -162,24 +167,34 @@ final class TransactionalConsumption implements Consumption {
 		this.transactions = new TransactionTemplate(transactionManager);
 		this.transactions.setName("pgqueue-" + endpoint.id());
 		this.transactions.setTimeout((int) Math.max(1, (this.timeout.toMillis() + 999) / 1000));
-		this.claimThenSavepoint = claimThenSavepoint(this.sql.transactionalClaim(this.batchSize, this.filter != null));
-		this.cursorClaimThenSavepoint = claimThenSavepoint(this.sql.transactionalClaimAfter(this.batchSize,
-				this.filter != null));
-		this.scanningClaimThenSavepoint = claimThenSavepoint(this.sql.transactionalClaim(this.batchSize,
-				this.filter != null, false, true));
-		this.scanningCursorClaimThenSavepoint = claimThenSavepoint(this.sql.transactionalClaim(this.batchSize,
-				this.filter != null, true, true));
-		this.ack = QueueSql.withIndexPlans(this.sql.transactionalAck());
-		this.retry = QueueSql.withIndexPlans(this.sql.transactionalRetry());
-		this.deadLetter = QueueSql.withIndexPlans(this.sql.transactionalDeadLetter());
+		this.claimThenSavepoint = claimThenSavepoint(this.sql.transactionalClaimWalk);
+		this.cursorClaimThenSavepoint = claimThenSavepoint(this.sql.transactionalClaimWalkAfter);
+		this.scanningClaimThenSavepoint = claimThenSavepoint(this.sql.transactionalClaimScanningHeads);
+		this.scanningCursorClaimThenSavepoint = claimThenSavepoint(this.sql.transactionalClaimScanningHeadsAfter);
+		this.completions = new Completions(this.sql, "");
+		this.completionsReleasingClaim = new Completions(this.sql, "RELEASE SAVEPOINT " + CLAIMED);
+		this.lockClaimed = this.sql.lockClaimed.between(QueueSql.READ_COMMITTED_TRANSACTION, "");
 	}
 
 	/**
 	 * A claim's round trip: READ COMMITTED for the transaction (it is its first statement), the
 	 * claim and the savepoint before the handlers.
 	 */
-	private static String claimThenSavepoint(String claim) {
-		return QueueSql.READ_COMMITTED_TRANSACTION + ";\n" + QueueSql.withIndexPlans(claim) + ";\nSAVEPOINT " + CLAIMED;
+	private NamedStatement<TransactionalClaim> claimThenSavepoint(NamedStatement<TransactionalClaim> claim) {
+		return QueueSql.withIndexPlans(QueueSql.READ_COMMITTED_TRANSACTION,
+				claim.variant(this.batchSize, this.filter != null), "SAVEPOINT " + CLAIMED);
+	}
+
+	/** The completing statements of a transaction, each after {@code before} in its round trip. */
+	private record Completions(NamedStatement<QueueSql.TransactionalAck> ack,
+			NamedStatement<QueueSql.TransactionalRetry> retry, NamedStatement<QueueSql.TransactionalDeadLetter> deadLetter) {
+
+		Completions(QueueSql sql, String before) {
+			this(QueueSql.withIndexPlans(before, sql.transactionalAck, ""),
+					QueueSql.withIndexPlans(before, sql.transactionalRetry, ""),
+					QueueSql.withIndexPlans(before, sql.transactionalDeadLetter, ""));
+		}
+
 	}
 
 	@Override
@@ -440,65 +455,36 @@ final class TransactionalConsumption implements Consumption {
 		batch.fromCursor = cursor != null;
 		boolean scanHeads = this.scarce.contains(queue);
 		ClaimCursor last = null;
-		String statement = scanHeads
+		NamedStatement<TransactionalClaim> statement = scanHeads
 				? ((cursor != null) ? this.scanningCursorClaimThenSavepoint : this.scanningClaimThenSavepoint)
 				: ((cursor != null) ? this.cursorClaimThenSavepoint : this.claimThenSavepoint);
-		try (PreparedStatement ps = connection.prepareStatement(statement)) {
-			int i = 0;
-			if (cursor != null) {
-				ps.setInt(++i, cursor.priority());
-			}
-			else {
-				ps.setString(++i, queue);
-			}
-			ps.setString(++i, queue);
-			ps.setString(++i, queue);
-			if (scanHeads) {
-				ps.setString(++i, queue);
-				ps.setString(++i, queue);
-			}
-			ps.setString(++i, queue);
-			Array documents = (this.filter != null) ? connection.createArrayOf("text", this.filter.documents()) : null;
-			if (documents != null) {
-				ps.setArray(++i, documents);
-			}
-			if (cursor != null) {
-				ps.setLong(++i, cursor.visibleAtMicros());
-				ps.setLong(++i, cursor.id());
-			}
-			ps.setInt(++i, this.namespace);
-			if (scanHeads) {
-				if (documents != null) {
-					ps.setArray(++i, documents);
-				}
-				ps.setInt(++i, this.namespace);
-			}
-			ps.setString(++i, queue);
-			ps.setInt(++i, this.maxPayloadBytes);
-			ps.setString(++i, queue);
+		TransactionalClaim parameters = new TransactionalClaim(queue,
+				(this.filter != null) ? this.filter.documents() : null, this.namespace, this.maxPayloadBytes,
+				(cursor != null) ? cursor.priority() : null, (cursor != null) ? cursor.visibleAtMicros() : null,
+				(cursor != null) ? cursor.id() : null);
+		try (PreparedStatement ps = statement.prepare(connection, parameters)) {
 			boolean rows = ps.execute();
 			while (!rows && ps.getUpdateCount() != -1) {
 				rows = ps.getMoreResults(); // past the settings before the claim
 			}
 			try (ResultSet rs = ps.getResultSet()) {
 				while (rs.next()) {
-					if (rs.getObject(1) == null) {
-						long ms = rs.getLong(15);
-						batch.nextVisibleIn = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, ms));
-					}
-					else if (rs.getBoolean(2)) {
-						if (rs.getObject(5) == null) {
-							batch.suspects.add(rs.getLong(1));
+					switch (rs.getString("kind")) {
+						case "claimed" -> {
+							batch.messages.add(ConsumerSession.read(queue, rs));
+							last = ClaimCursor.of(rs);
 						}
-						else {
+						case "suspect" -> batch.suspects.add(rs.getLong("id"));
+						case "window_end" -> {
 							batch.windowEnd = ClaimCursor.of(rs);
-							int groups = rs.getInt(8);
+							int groups = rs.getInt("groups_scanned");
 							batch.groupsScanned = rs.wasNull() ? -1 : groups;
 						}
-					}
-					else {
-						batch.messages.add(ConsumerSession.read(queue, rs));
-						last = ClaimCursor.of(rs);
+						case "next_due" -> {
+							long ms = rs.getLong("next_due_ms");
+							batch.nextVisibleIn = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, ms));
+						}
+						default -> throw new IllegalStateException("Unknown row of a claim: " + rs.getString("kind"));
 					}
 				}
 			}
@@ -548,39 +534,32 @@ final class TransactionalConsumption implements Consumption {
 				}
 			}
 		}
-		String release = releaseClaim ? "RELEASE SAVEPOINT " + CLAIMED + ";\n" : "";
+		Completions statements = releaseClaim ? this.completionsReleasingClaim : this.completions;
 		try {
 			if (!acks.isEmpty()) {
-				try (PreparedStatement ps = connection.prepareStatement(release + this.ack)) {
-					ps.setArray(1, connection.createArrayOf("bigint", acks.toArray()));
-					ps.setString(2, queue);
+				try (PreparedStatement ps = statements.ack().prepare(connection,
+						new QueueSql.TransactionalAck(acks.toArray(new Long[0]), queue))) {
 					ps.execute();
 				}
-				release = "";
+				statements = this.completions;
 			}
 			if (!retries.isEmpty()) {
-				try (PreparedStatement ps = connection.prepareStatement(release + this.retry)) {
-					ps.setArray(1, ids(connection, retries));
-					ps.setArray(2, attempts(connection, retries));
-					ps.setArray(3, connection.createArrayOf("bigint",
-							retries.stream().map((d) -> Math.max(0, d.delay.toMillis())).toArray()));
-					ps.setArray(4, connection.createArrayOf("text", retries.stream().map((d) -> d.error).toArray()));
-					ps.setString(5, this.sql.channel());
+				try (PreparedStatement ps = statements.retry().prepare(connection, new QueueSql.TransactionalRetry(
+						ids(retries), attempts(retries),
+						retries.stream().map((d) -> Math.max(0, d.delay.toMillis())).toArray(Long[]::new),
+						retries.stream().map((d) -> d.error).toArray(String[]::new), this.sql.channel()))) {
 					ps.execute();
 				}
-				release = "";
+				statements = this.completions;
 			}
 			if (!deadLetters.isEmpty()) {
-				try (PreparedStatement ps = connection.prepareStatement(release + this.deadLetter)) {
-					ps.setArray(1, ids(connection, deadLetters));
-					ps.setArray(2, attempts(connection, deadLetters));
-					ps.setArray(3, connection.createArrayOf("text",
-							deadLetters.stream().map((d) -> d.message.deadLetterQueue()).toArray()));
-					ps.setArray(4, connection.createArrayOf("text", deadLetters.stream().map((d) -> d.error).toArray()));
-					ps.setString(5, this.sql.channel());
+				try (PreparedStatement ps = statements.deadLetter().prepare(connection,
+						new QueueSql.TransactionalDeadLetter(ids(deadLetters), attempts(deadLetters),
+								deadLetters.stream().map((d) -> d.message.deadLetterQueue()).toArray(String[]::new),
+								deadLetters.stream().map((d) -> d.error).toArray(String[]::new), this.sql.channel()))) {
 					ps.execute();
 				}
-				release = "";
+				statements = this.completions;
 			}
 		}
 		catch (SQLException ex) {
@@ -592,12 +571,12 @@ final class TransactionalConsumption implements Consumption {
 		batch.deadLettered = deadLetters.size();
 	}
 
-	private static java.sql.Array ids(Connection connection, List<Delivery> deliveries) throws SQLException {
-		return connection.createArrayOf("bigint", deliveries.stream().map((d) -> d.message.id()).toArray());
+	private static Long[] ids(List<Delivery> deliveries) {
+		return deliveries.stream().map((d) -> d.message.id()).toArray(Long[]::new);
 	}
 
-	private static java.sql.Array attempts(Connection connection, List<Delivery> deliveries) throws SQLException {
-		return connection.createArrayOf("integer", deliveries.stream().map((d) -> d.message.attempt()).toArray());
+	private static Integer[] attempts(List<Delivery> deliveries) {
+		return deliveries.stream().map((d) -> d.message.attempt()).toArray(Integer[]::new);
 	}
 
 	/**
@@ -644,10 +623,8 @@ final class TransactionalConsumption implements Consumption {
 	private Batch runAlone(String queue, ClaimedMessage message, Connection connection, Timer timer) {
 		long deadline = System.nanoTime() + this.timeout.toNanos();
 		Batch batch = new Batch();
-		try (PreparedStatement ps = connection.prepareStatement(QueueSql.READ_COMMITTED_TRANSACTION + ";\n"
-				+ this.sql.lockClaimed())) {
-			ps.setLong(1, message.id());
-			ps.setString(2, queue);
+		try (PreparedStatement ps = this.lockClaimed.prepare(connection,
+				new QueueSql.LockClaimed(message.id(), queue))) {
 			boolean rows = ps.execute();
 			while (!rows && ps.getUpdateCount() != -1) {
 				rows = ps.getMoreResults(); // past the isolation

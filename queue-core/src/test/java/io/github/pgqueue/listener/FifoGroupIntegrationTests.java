@@ -29,6 +29,7 @@ import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.PostgresExtension;
+import io.github.pgqueue.testing.TransactionalClaims;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -414,20 +415,10 @@ class FifoGroupIntegrationTests {
 		try (Connection connection = this.app.getConnection()) {
 			connection.setAutoCommit(false);
 			List<Long> ids = new ArrayList<>();
-			try (PreparedStatement claim = connection.prepareStatement(this.template.sql().transactionalClaim(10))) {
-				int i = 0;
-				for (String parameter : new String[] { queue, queue, queue, queue }) {
-					claim.setString(++i, parameter);
-				}
-				claim.setInt(++i, this.template.lockNamespace());
-				claim.setString(++i, queue);
-				claim.setInt(++i, this.template.maxPayloadBytes());
-				claim.setString(++i, queue);
-				try (ResultSet rs = claim.executeQuery()) {
-					while (rs.next()) {
-						if (rs.getObject(1) != null && !rs.getBoolean(2)) {
-							ids.add(rs.getLong(1));
-						}
+			try {
+				for (Object[] row : TransactionalClaims.claim(this.template, connection, queue, 10)) {
+					if (!(Boolean) row[1]) {
+						ids.add((Long) row[0]);
 					}
 				}
 			}

@@ -27,6 +27,7 @@ import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.Lease;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.internal.ClaimedMessage;
 import io.github.pgqueue.internal.ConsumerSession;
@@ -250,7 +251,7 @@ class FifoGroupRemovalIntegrationTests {
 		try (Connection connection = this.app.getConnection()) {
 			connection.setAutoCommit(false);
 			connection.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
-			try (PreparedStatement cancel = connection.prepareStatement(this.template.sql().cancel())) {
+			try (PreparedStatement cancel = connection.prepareStatement(this.template.sql().cancel.sql())) {
 				assertThat(cancel(cancel, plain, queue)).as("ungrouped").isTrue();
 				assertThatThrownBy(() -> cancel(cancel, grouped, queue)).isInstanceOf(SQLException.class)
 					.hasMessageContaining("message " + grouped + " of FIFO group 'g' in queue '" + queue + "'")
@@ -470,9 +471,7 @@ class FifoGroupRemovalIntegrationTests {
 
 	/** Runs QueueTemplate's cancel statement on a connection of the test's; whether it removed the message. */
 	private boolean cancel(PreparedStatement cancel, long id, String queue) throws SQLException {
-		cancel.setLong(1, id);
-		cancel.setString(2, queue);
-		cancel.setInt(3, this.template.lockNamespace());
+		this.template.sql().cancel.bind(cancel, new QueueSql.Cancel(id, queue, this.template.lockNamespace()));
 		try (ResultSet rs = cancel.executeQuery()) {
 			return rs.next() && !Boolean.FALSE.equals(rs.getObject(1));
 		}

@@ -13,6 +13,7 @@ import java.util.Locale;
 import java.util.Map;
 
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.testing.EmbeddedPostgres;
 import org.junit.jupiter.api.Test;
@@ -100,15 +101,8 @@ class GroupedInsertPlanIntegrationTests {
 		try (Connection connection = this.postgres.dataSource().getConnection()) {
 			connection.setAutoCommit(false);
 			Map<String, long[]> before = reads(connection, "pgqueue");
-			try (PreparedStatement send = connection.prepareStatement(template.sql().sendGroupedBatch())) {
-				send.setString(1, "batch-chain");
-				send.setString(2, "{}");
-				send.setInt(3, 0);
-				send.setNull(4, Types.TIMESTAMP_WITH_TIMEZONE);
-				send.setLong(5, 0);
-				send.setNull(6, Types.INTEGER);
-				send.setString(7, "g");
-				send.setArray(8, connection.createArrayOf("text", new String[] { "1", "2", "3" }));
+			try (PreparedStatement send = template.sql().sendGroupedBatch.prepare(connection, new QueueSql.SendBatch(
+					"batch-chain", "{}", 0, null, 0, null, "g", new String[] { "1", "2", "3" }))) {
 				try (ResultSet rs = send.executeQuery()) {
 					while (rs.next()) {
 						batch.add(rs.getLong(1));

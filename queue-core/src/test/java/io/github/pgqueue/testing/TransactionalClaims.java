@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.internal.QueueSql;
 
 /**
  * Runs pgqueue's transactional claim statement by hand, for tests that interleave it with other
@@ -27,21 +28,15 @@ public final class TransactionalClaims {
 	public static List<Object[]> claim(QueueTemplate template, Connection connection, String queue, int batchSize)
 			throws SQLException {
 		List<Object[]> rows = new ArrayList<>();
-		try (PreparedStatement ps = connection.prepareStatement(template.sql().transactionalClaim(batchSize))) {
-			int i = 0;
-			for (int n = 0; n < 4; n++) {
-				ps.setString(++i, queue);
-			}
-			ps.setInt(++i, template.lockNamespace());
-			ps.setString(++i, queue);
-			ps.setInt(++i, template.maxPayloadBytes());
-			ps.setString(++i, queue);
-			try (ResultSet rs = ps.executeQuery()) {
-				while (rs.next()) {
-					boolean windowEnd = rs.getBoolean(2) && rs.getObject(5) != null;
-					if (rs.getObject(1) != null && !windowEnd) {
-						rows.add(new Object[] { rs.getLong(1), rs.getBoolean(2) });
-					}
+		QueueSql sql = template.sql();
+		try (PreparedStatement ps = sql.transactionalClaimWalk.variant(batchSize, false).prepare(connection,
+				new QueueSql.TransactionalClaim(queue, null, template.lockNamespace(), template.maxPayloadBytes(), null,
+						null, null));
+				ResultSet rs = ps.executeQuery()) {
+			while (rs.next()) {
+				String kind = rs.getString("kind");
+				if (kind.equals("claimed") || kind.equals("suspect")) {
+					rows.add(new Object[] { rs.getLong("id"), kind.equals("suspect") });
 				}
 			}
 		}

@@ -32,11 +32,11 @@ class QueueAdminIntegrationTests {
 
 	private final QueueTemplate template = QueueTemplate.builder(this.postgres.dataSource()).build();
 
-	private final QueueAdmin admin = new QueueAdmin(this.template);
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
 
 	private final HikariDataSource consumerPool = this.postgres.pool("admin-consumers", 8);
 
-	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
 			this.consumerPool, Duration.ofSeconds(5));
 
 	@AfterEach
@@ -158,7 +158,7 @@ class QueueAdminIntegrationTests {
 			.withMessage("Queue 'old' does not exist");
 
 		this.admin.create(QueueDefinition.of("bound"));
-		this.template.declare(new ExchangeDefinition("events", ExchangeDefinition.Type.FANOUT,
+		this.admin.declare(new ExchangeDefinition("events", ExchangeDefinition.Type.FANOUT,
 				List.of(new ExchangeDefinition.Binding("bound", ""))));
 		assertThatIllegalStateException().isThrownBy(() -> this.admin.drop("bound", true))
 			.withMessageContaining("bound to exchange(s) [events]");

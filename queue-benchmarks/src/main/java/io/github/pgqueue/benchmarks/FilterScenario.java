@@ -160,7 +160,7 @@ final class FilterScenario {
 
 	private void drain(String scenario, String system, ConsumptionMode mode, String filter) {
 		LongAdder handled = new LongAdder();
-		QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+		QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
 				this.context.database().consumerPool(), Duration.ofSeconds(10));
 		registry.registerListenerEndpoint(new QueueListenerEndpoint("filter-bench", List.of(QUEUE), CONCURRENCY,
 				AckMode.AUTO, true, Tick.class, (message, ack) -> handled.increment(), new DefaultQueueErrorHandler(),

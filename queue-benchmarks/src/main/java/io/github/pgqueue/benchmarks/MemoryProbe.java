@@ -32,7 +32,7 @@ public final class MemoryProbe {
 		long expected = (args.length > 2) ? Long.parseLong(args[2]) : 0;
 		try (HikariDataSource app = pool(url, "probe-app", 2); HikariDataSource consumers = pool(url, "probe-listeners", 12)) {
 			QueueTemplate template = QueueTemplate.builder(app).build();
-			QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(template, consumers,
+			QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(template.context(), consumers,
 					Duration.ofSeconds(10));
 			LongAdder handled = new LongAdder();
 			if (mode.equals("idle")) {

@@ -157,7 +157,7 @@ final class PgQueueSystem extends MessageTableSystem {
 	}
 
 	private QueueListenerEndpointRegistry registry() {
-		return new QueueListenerEndpointRegistry(this.template, this.database.consumerPool(), Duration.ofSeconds(10));
+		return new QueueListenerEndpointRegistry(this.template.context(), this.database.consumerPool(), Duration.ofSeconds(10));
 	}
 
 	private static QueueListenerEndpoint endpoint(String id, String queue, int concurrency, int batchSize,

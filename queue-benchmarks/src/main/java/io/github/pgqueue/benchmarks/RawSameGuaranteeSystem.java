@@ -9,7 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.Semaphore;
 
-import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.internal.QueueSql;
 
 /**
@@ -168,7 +168,7 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 		claim.setString(9, queue);
 		claim.setLong(10, sessionKey);
 		claim.setInt(11, namespace);
-		claim.setInt(12, QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
+		claim.setInt(12, QueueContext.DEFAULT_MAX_PAYLOAD_BYTES);
 		claim.setString(13, queue);
 	}
 
@@ -248,7 +248,7 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 			ps.setString(11, this.queue);
 			ps.setLong(12, this.sessionKey);
 			ps.setInt(13, namespace);
-			ps.setInt(14, QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
+			ps.setInt(14, QueueContext.DEFAULT_MAX_PAYLOAD_BYTES);
 			ps.setString(15, this.queue);
 		}
 

@@ -11,10 +11,11 @@ import java.util.function.Function;
 import java.util.function.Supplier;
 
 import io.github.pgqueue.PayloadConverter;
-import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.Linger;
 import io.github.pgqueue.internal.ListenerMetrics;
+import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.observation.QueueProcessObservationConvention;
 import io.micrometer.observation.ObservationRegistry;
 import org.slf4j.Logger;
@@ -134,17 +135,17 @@ final class PollLoop implements Runnable {
 
 	/**
 	 * A poller in transactional mode: batches are claimed and handled in transactions of
-	 * {@code transactionManager} on the template's DataSource; messages whose consumer died are
+	 * {@code transactionManager} on the context's DataSource, running {@code sql}; messages whose consumer died are
 	 * counted and run through sessions from {@code sessions}. Observation as in
 	 * {@link #session session}.
 	 */
-	public static PollLoop transactional(QueueListenerEndpoint endpoint, QueueTemplate template,
+	public static PollLoop transactional(QueueListenerEndpoint endpoint, QueueContext context, QueueSql sql,
 			PlatformTransactionManager transactionManager, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
 			ObservationRegistry observationRegistry, QueueProcessObservationConvention observationConvention,
 			boolean leader, Runnable wakeSiblings, BooleanSupplier paused) {
 		ProcessObservation observation = ProcessObservation.of(observationRegistry, observationConvention, endpoint.id());
 		return new PollLoop(endpoint, (running) -> new TransactionalConsumption(
-				new Dispatcher(endpoint, template.payloadConverter(), running, observation), template,
+				new Dispatcher(endpoint, context.payloadConverter(), running, observation), context, sql,
 				transactionManager, sessions, metrics, endpoint, running), leader, wakeSiblings, paused);
 	}
 

@@ -12,6 +12,7 @@ import java.util.stream.IntStream;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueMessage;
 import io.github.pgqueue.QueueTemplate;
@@ -45,9 +46,11 @@ class BatchListenerIntegrationTests {
 
 	private final QueueTemplate template = QueueTemplate.builder(this.app).build();
 
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
+
 	private final HikariDataSource consumerPool = this.postgres.pool("batch-consumers", 8);
 
-	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
 			this.consumerPool, Duration.ofSeconds(5));
 
 	/** Attempts seen per payload, in order. */
@@ -159,7 +162,7 @@ class BatchListenerIntegrationTests {
 	}
 
 	private void declare(String queue) {
-		this.template.declare(QueueDefinition.of(queue).withMaxAttempts(5)
+		this.admin.declare(QueueDefinition.of(queue).withMaxAttempts(5)
 			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
 	}
 

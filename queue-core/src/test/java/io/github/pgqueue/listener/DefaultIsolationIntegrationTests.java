@@ -14,6 +14,7 @@ import ch.qos.logback.core.read.ListAppender;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.testing.EmbeddedPostgres;
@@ -116,13 +117,13 @@ class DefaultIsolationIntegrationTests {
 		this.pgqueueLogger.addAppender(this.warnings);
 
 		QueueTemplate template = QueueTemplate.builder(this.app).build();
-		template.declare(QueueDefinition.of("iso").withMaxAttempts(1));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("iso").withMaxAttempts(1));
 		List<Integer> payloads = IntStream.range(0, TOTAL).boxed().toList();
 		for (int i = 0; i < TOTAL; i += 1000) {
 			template.sendBatch("iso", payloads.subList(i, i + 1000));
 		}
 		Map<Long, AtomicInteger> runs = new ConcurrentHashMap<>();
-		this.registry = new QueueListenerEndpointRegistry(template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumerPool, Duration.ofSeconds(5));
 		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("iso", List.of("iso"), 4, AckMode.AUTO, true,
 				Integer.class, (message, ack) -> runs.computeIfAbsent(message.id(), (id) -> new AtomicInteger())
 					.incrementAndGet(),

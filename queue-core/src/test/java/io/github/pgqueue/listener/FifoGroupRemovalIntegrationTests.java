@@ -24,8 +24,10 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.CancelResult;
 import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.ContextInternals;
 import io.github.pgqueue.Lease;
 import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.internal.ClaimedMessage;
@@ -67,6 +69,8 @@ class FifoGroupRemovalIntegrationTests {
 	private final HikariDataSource consumerPool = this.postgres.pool("fifo-removal-consumers", 8);
 
 	private final QueueTemplate template = QueueTemplate.builder(this.app).build();
+
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
 
 	private QueueListenerEndpointRegistry registry;
 
@@ -110,7 +114,7 @@ class FifoGroupRemovalIntegrationTests {
 		List<String> log = new CopyOnWriteArrayList<>();
 		CountDownLatch aStarted = new CountDownLatch(1);
 		CountDownLatch releaseA = new CountDownLatch(1);
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
 		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), 2, AckMode.AUTO, true,
 				String.class, (message, ack) -> {
 					String payload = (String) message.payload();
@@ -152,7 +156,7 @@ class FifoGroupRemovalIntegrationTests {
 			assertThat(head.message().id()).isEqualTo(a);
 			head.nack(Duration.ofMinutes(5));
 		}
-		assertThat(new QueueAdmin(this.template).purge(queue, QueueAdmin.Purge.READY)).as("b purged").isEqualTo(1);
+		assertThat(new QueueAdmin(this.template.context()).purge(queue, QueueAdmin.Purge.READY)).as("b purged").isEqualTo(1);
 		awaitVisible(c);
 		assertThat(claimable(mode, queue)).as("claimable while the head backs off").isEmpty();
 		assertThat(ids(queue)).containsExactly(a, c);
@@ -169,7 +173,7 @@ class FifoGroupRemovalIntegrationTests {
 		String queue = queue("purge-race", mode);
 		long a = this.template.send(queue, "a", GROUP);
 		this.template.send(queue, "b", GROUP);
-		QueueAdmin admin = new QueueAdmin(QueueTemplate.builder(this.remover).build());
+		QueueAdmin admin = new QueueAdmin(QueueContext.of(this.remover));
 		try (Lease<String> head = this.template.receive(queue, String.class).orElseThrow();
 				Connection sender = this.app.getConnection()) {
 			sender.setAutoCommit(false);
@@ -250,7 +254,7 @@ class FifoGroupRemovalIntegrationTests {
 		try (Connection connection = this.app.getConnection()) {
 			connection.setAutoCommit(false);
 			connection.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
-			try (PreparedStatement cancel = connection.prepareStatement(this.template.sql().cancel())) {
+			try (PreparedStatement cancel = connection.prepareStatement(ContextInternals.sql(this.template.context()).cancel())) {
 				assertThat(cancel(cancel, plain, queue)).as("ungrouped").isTrue();
 				assertThatThrownBy(() -> cancel(cancel, grouped, queue)).isInstanceOf(SQLException.class)
 					.hasMessageContaining("message " + grouped + " of FIFO group 'g' in queue '" + queue + "'")
@@ -282,7 +286,7 @@ class FifoGroupRemovalIntegrationTests {
 				Lease<String> head = this.template.receive(queue, String.class).orElseThrow()) {
 			assertThat(dead.message().id()).isEqualTo(first);
 			assertThat(head.message().id()).isEqualTo(a);
-			assertThat(this.template.redrive(queue, 10)).as("the held dead letter stays").isEqualTo(1);
+			assertThat(this.admin.redrive(queue, 10)).as("the held dead letter stays").isEqualTo(1);
 			assertThat(claimable(mode, deadLetters)).as("claimable in the dead-letter queue while its head is held")
 				.isEmpty();
 			assertThat(this.jdbc.queryForMap("SELECT queue, group_key, headers->>'pgqueue-group' AS header "
@@ -340,7 +344,7 @@ class FifoGroupRemovalIntegrationTests {
 		Set<Long> handled = ConcurrentHashMap.newKeySet();
 		AtomicInteger deliveries = new AtomicInteger();
 		AtomicInteger overlaps = new AtomicInteger();
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
 		for (String id : List.of("a", "b")) {
 			this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue + "-" + id, List.of(queue), 2,
 					AckMode.AUTO, true, String.class, (message, ack) -> {
@@ -372,7 +376,7 @@ class FifoGroupRemovalIntegrationTests {
 			producing.set(false);
 		});
 		QueueTemplate removing = QueueTemplate.builder(this.remover).build();
-		QueueAdmin admin = new QueueAdmin(removing);
+		QueueAdmin admin = new QueueAdmin(removing.context());
 		CompletableFuture<Void> remover = CompletableFuture.runAsync(() -> {
 			int round = 0;
 			while (producing.get() || count(queue) > 0) {
@@ -427,7 +431,7 @@ class FifoGroupRemovalIntegrationTests {
 	/** The ids a claim of 10 takes from {@code queue} in {@code mode} right now, giving them back at once. */
 	private List<Long> claimable(ConsumptionMode mode, String queue) throws SQLException {
 		if (mode == ConsumptionMode.SESSION) {
-			try (ConsumerSession session = this.template.openSession()) {
+			try (ConsumerSession session = ContextInternals.openSession(this.template.context())) {
 				List<Long> ids = session.claim(queue, 10).messages().stream().map(ClaimedMessage::id).toList();
 				session.release(ids, false);
 				return ids;
@@ -472,7 +476,7 @@ class FifoGroupRemovalIntegrationTests {
 	private boolean cancel(PreparedStatement cancel, long id, String queue) throws SQLException {
 		cancel.setLong(1, id);
 		cancel.setString(2, queue);
-		cancel.setInt(3, this.template.lockNamespace());
+		cancel.setInt(3, this.template.context().lockNamespace());
 		try (ResultSet rs = cancel.executeQuery()) {
 			return rs.next() && !Boolean.FALSE.equals(rs.getObject(1));
 		}

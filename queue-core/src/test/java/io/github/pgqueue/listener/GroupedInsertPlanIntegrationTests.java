@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
+import io.github.pgqueue.ContextInternals;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.testing.EmbeddedPostgres;
@@ -100,7 +101,7 @@ class GroupedInsertPlanIntegrationTests {
 		try (Connection connection = this.postgres.dataSource().getConnection()) {
 			connection.setAutoCommit(false);
 			Map<String, long[]> before = reads(connection, "pgqueue");
-			try (PreparedStatement send = connection.prepareStatement(template.sql().sendGroupedBatch())) {
+			try (PreparedStatement send = connection.prepareStatement(ContextInternals.sql(template.context()).sendGroupedBatch())) {
 				send.setString(1, "batch-chain");
 				send.setString(2, "{}");
 				send.setInt(3, 0);

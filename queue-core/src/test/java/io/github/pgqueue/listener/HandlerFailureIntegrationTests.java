@@ -14,6 +14,8 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.JacksonPayloadConverter;
 import io.github.pgqueue.PayloadConverter;
+import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.testing.EmbeddedPostgres;
@@ -66,7 +68,7 @@ class HandlerFailureIntegrationTests {
 	@EnumSource(Blowup.class)
 	void aFailureThatBlowsUpThePollerCostsOnlyItsOwnMessage(Blowup blowup) {
 		QueueTemplate template = template(converterFor(blowup));
-		template.declare(QueueDefinition.of("blast").withMaxAttempts(3)
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("blast").withMaxAttempts(3)
 			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
 		List<Long> ids = template.sendBatch("blast", IntStream.rangeClosed(1, 5).boxed().toList());
 		long poison = ids.get(POISON - 1);
@@ -113,11 +115,11 @@ class HandlerFailureIntegrationTests {
 	@Test
 	void handlerInterruptedBecauseTheListenerStopsGetsItsAttemptBack() throws Exception {
 		QueueTemplate template = template(new JacksonPayloadConverter());
-		template.declare(QueueDefinition.of("patient").withMaxAttempts(2));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("patient").withMaxAttempts(2));
 		long id = template.send("patient", 1);
 		for (int stop = 1; stop <= 3; stop++) {
 			CountDownLatch inHandler = new CountDownLatch(1);
-			this.registry = new QueueListenerEndpointRegistry(template, this.consumerPool, Duration.ofMillis(200));
+			this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumerPool, Duration.ofMillis(200));
 			this.registry.registerListenerEndpoint(new QueueListenerEndpoint("patient", List.of("patient"), 1,
 					AckMode.AUTO, true, Integer.class, (message, ack) -> {
 						inHandler.countDown();
@@ -138,7 +140,7 @@ class HandlerFailureIntegrationTests {
 	@Test
 	void manualListenerThatReturnsWithoutCompletingIsRetriedAndDeadLetteredSayingSo() {
 		QueueTemplate template = template(new JacksonPayloadConverter());
-		template.declare(QueueDefinition.of("forgetful").withMaxAttempts(2)
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("forgetful").withMaxAttempts(2)
 			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
 		long id = template.send("forgetful", 1);
 		AtomicInteger deliveries = new AtomicInteger();
@@ -151,13 +153,13 @@ class HandlerFailureIntegrationTests {
 	}
 
 	private void start(QueueTemplate template, QueueListenerEndpoint endpoint) {
-		this.registry = new QueueListenerEndpointRegistry(template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumerPool, Duration.ofSeconds(5));
 		this.registry.registerListenerEndpoint(endpoint);
 		this.registry.start();
 	}
 
 	private QueueTemplate template(PayloadConverter converter) {
-		return QueueTemplate.builder(this.postgres.dataSource()).payloadConverter(converter).build();
+		return new QueueTemplate(QueueContext.builder(this.postgres.dataSource()).payloadConverter(converter).build());
 	}
 
 	private static PayloadConverter converterFor(Blowup blowup) {

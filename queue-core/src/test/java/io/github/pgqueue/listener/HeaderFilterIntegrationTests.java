@@ -65,7 +65,7 @@ class HeaderFilterIntegrationTests {
 		Map<Long, String> handledBy = new ConcurrentHashMap<>();
 		AtomicInteger duplicates = new AtomicInteger();
 		AtomicInteger wrong = new AtomicInteger();
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
 		register(queue, "kind = 'a'", mode, List.of("a"), handledBy, duplicates, wrong);
 		register(queue, "kind in ('b', 'c')", mode, List.of("b", "c"), handledBy, duplicates, wrong);
 		this.registry.start();
@@ -110,7 +110,7 @@ class HeaderFilterIntegrationTests {
 			mostLocks.accumulateAndGet(advisoryLocks(), Math::max);
 			messages.forEach((message) -> order.add((Integer) message.payload()));
 		};
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
 		this.registry.registerListenerEndpoint(QueueListenerEndpoint.batch(queue, List.of(queue), 1, true,
 				Integer.class, listener, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode,
 				Duration.ofSeconds(30)).withFilter("kind in ('x', 'y', 'z')"));

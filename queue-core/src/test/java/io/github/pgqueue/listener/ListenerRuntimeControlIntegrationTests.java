@@ -43,7 +43,7 @@ class ListenerRuntimeControlIntegrationTests {
 
 	private final HikariDataSource consumerPool = this.postgres.pool("control", 12);
 
-	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
 			this.consumerPool, Duration.ofSeconds(5));
 
 	@AfterEach

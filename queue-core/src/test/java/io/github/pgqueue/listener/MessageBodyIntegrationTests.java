@@ -14,6 +14,8 @@ import io.github.pgqueue.JaxbPayloadConverter;
 import io.github.pgqueue.Lease;
 import io.github.pgqueue.PayloadConversionException;
 import io.github.pgqueue.PayloadConverter;
+import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueMessage;
 import io.github.pgqueue.QueueTemplate;
@@ -50,9 +52,8 @@ class MessageBodyIntegrationTests {
 
 	private final HikariDataSource consumerPool = this.postgres.pool("bodies", 4);
 
-	private final QueueTemplate xmlTemplate = QueueTemplate.builder(this.postgres.dataSource())
-		.payloadConverter(new JaxbPayloadConverter(new JacksonPayloadConverter()))
-		.build();
+	private final QueueTemplate xmlTemplate = new QueueTemplate(QueueContext.builder(this.postgres.dataSource())
+		.payloadConverter(new JaxbPayloadConverter(new JacksonPayloadConverter())).build());
 
 	private QueueListenerEndpointRegistry registry;
 
@@ -224,8 +225,8 @@ class MessageBodyIntegrationTests {
 	}
 
 	private void start(QueueListenerEndpoint endpoint) {
-		this.xmlTemplate.declare(QueueDefinition.of("orders").withMaxAttempts(2));
-		this.registry = new QueueListenerEndpointRegistry(this.xmlTemplate, this.consumerPool, Duration.ofSeconds(5));
+		new QueueAdmin(this.xmlTemplate.context()).declare(QueueDefinition.of("orders").withMaxAttempts(2));
+		this.registry = new QueueListenerEndpointRegistry(this.xmlTemplate.context(), this.consumerPool, Duration.ofSeconds(5));
 		this.registry.registerListenerEndpoint(endpoint);
 		this.registry.start();
 	}

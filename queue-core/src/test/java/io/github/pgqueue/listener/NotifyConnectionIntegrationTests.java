@@ -36,7 +36,7 @@ class NotifyConnectionIntegrationTests {
 
 	private final HikariDataSource consumerPool = this.postgres.pool("notify-test", 2);
 
-	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
 			this.consumerPool, Duration.ofSeconds(5));
 
 	private final AtomicInteger handled = new AtomicInteger();

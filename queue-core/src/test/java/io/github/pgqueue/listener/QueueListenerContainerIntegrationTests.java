@@ -18,6 +18,8 @@ import java.util.stream.IntStream;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
+import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueMessage;
 import io.github.pgqueue.QueueTemplate;
@@ -42,13 +44,14 @@ class QueueListenerContainerIntegrationTests {
 
 	private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
 
-	private final QueueTemplate template = QueueTemplate.builder(this.postgres.dataSource())
-		.meterRegistry(this.meters)
-		.build();
+	private final QueueTemplate template = new QueueTemplate(QueueContext.builder(this.postgres.dataSource())
+		.meterRegistry(this.meters).build());
+
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
 
 	private final HikariDataSource consumerPool = this.postgres.pool("consumers", 12);
 
-	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
 			this.consumerPool, Duration.ofSeconds(5));
 
 	@AfterEach
@@ -130,7 +133,7 @@ class QueueListenerContainerIntegrationTests {
 
 	@Test
 	void failingMessageIsRetriedWithBackoffThenDeadLettered() {
-		this.template.declare(QueueDefinition.of("flaky").withMaxAttempts(3)
+		this.admin.declare(QueueDefinition.of("flaky").withMaxAttempts(3)
 			.withBackoff(Duration.ofMillis(50), 2.0, Duration.ofSeconds(1)));
 		List<Integer> attempts = new ArrayList<>();
 		this.registry.registerListenerEndpoint(endpoint("flaky", "flaky", 1, AckMode.AUTO, (message, ack) -> {
@@ -259,7 +262,7 @@ class QueueListenerContainerIntegrationTests {
 	void idleListenerPollsAboutOncePerPollIntervalWhateverItsConcurrency() throws Exception {
 		AtomicInteger claims = new AtomicInteger();
 		javax.sql.DataSource counting = countingClaims(this.consumerPool, claims);
-		QueueListenerEndpointRegistry idle = new QueueListenerEndpointRegistry(this.template, counting,
+		QueueListenerEndpointRegistry idle = new QueueListenerEndpointRegistry(this.template.context(), counting,
 				Duration.ofSeconds(5));
 		idle.registerListenerEndpoint(new QueueListenerEndpoint("idle-cost", List.of("idle-cost"), 4, AckMode.AUTO,
 				true, Integer.class, (message, ack) -> {
@@ -328,7 +331,7 @@ class QueueListenerContainerIntegrationTests {
 
 	@Test
 	void handlerThatOutlivesTheShutdownTimeoutIsInterruptedAndItsMessageReleased() throws Exception {
-		QueueListenerEndpointRegistry impatient = new QueueListenerEndpointRegistry(this.template, this.consumerPool,
+		QueueListenerEndpointRegistry impatient = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool,
 				Duration.ofMillis(200));
 		CountDownLatch inHandler = new CountDownLatch(1);
 		impatient.registerListenerEndpoint(endpoint("stuck", "stuck", 1, AckMode.AUTO, (message, ack) -> {
@@ -347,7 +350,7 @@ class QueueListenerContainerIntegrationTests {
 
 	@Test
 	void stopIsBoundedByTheShutdownTimeoutPlusOneGraceForAllStuckHandlersTogether() throws Exception {
-		QueueListenerEndpointRegistry impatient = new QueueListenerEndpointRegistry(this.template, this.consumerPool,
+		QueueListenerEndpointRegistry impatient = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool,
 				Duration.ofMillis(300));
 		CountDownLatch allStuck = new CountDownLatch(8);
 		AtomicBoolean release = new AtomicBoolean();
@@ -389,14 +392,14 @@ class QueueListenerContainerIntegrationTests {
 	 */
 	@Test
 	void aContainerStartedWhileTheRegistryIsNotRunningStartsNoKeepAliveThread() {
-		QueueListenerEndpointRegistry neverStarted = new QueueListenerEndpointRegistry(this.template, this.consumerPool,
+		QueueListenerEndpointRegistry neverStarted = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool,
 				Duration.ofSeconds(5));
 		neverStarted.registerListenerEndpoint(endpoint("never-started", "never-started", 1, AckMode.AUTO,
 				(message, ack) -> {
 				}));
 		assertStartLeavesNoKeepAliveThread(neverStarted.getListenerContainer("never-started"));
 
-		QueueListenerEndpointRegistry stopped = new QueueListenerEndpointRegistry(this.template, this.consumerPool,
+		QueueListenerEndpointRegistry stopped = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool,
 				Duration.ofSeconds(5));
 		stopped.registerListenerEndpoint(endpoint("started-late", "started-late", 1, AckMode.AUTO, (message, ack) -> {
 		}));

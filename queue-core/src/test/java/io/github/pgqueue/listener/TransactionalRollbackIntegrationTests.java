@@ -17,6 +17,7 @@ import java.util.stream.IntStream;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.testing.EmbeddedPostgres;
@@ -54,6 +55,8 @@ class TransactionalRollbackIntegrationTests {
 
 	private final QueueTemplate template = QueueTemplate.builder(this.app).build();
 
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
+
 	private QueueListenerEndpointRegistry registry;
 
 	@BeforeEach
@@ -79,7 +82,7 @@ class TransactionalRollbackIntegrationTests {
 	 */
 	@Test
 	void aFailureAfterTheSavepointRunEndsWithinABatchLosesNoEffectOfTheHandlersBeforeIt() {
-		this.template.declare(QueueDefinition.of("ledger").withMaxAttempts(5)
+		this.admin.declare(QueueDefinition.of("ledger").withMaxAttempts(5)
 			.withBackoff(Duration.ofMillis(10), 1.0, Duration.ofMillis(10)));
 		List<Long> ids = this.template.sendBatch("ledger", IntStream.rangeClosed(1, 200).boxed().toList());
 		Map<Integer, AtomicInteger> runs = new ConcurrentHashMap<>();
@@ -93,7 +96,7 @@ class TransactionalRollbackIntegrationTests {
 
 	@Test
 	void handlersFailingOnceAtRandomUnderConcurrentPollersLoseNoEffect() {
-		this.template.declare(QueueDefinition.of("ledger").withMaxAttempts(5)
+		this.admin.declare(QueueDefinition.of("ledger").withMaxAttempts(5)
 			.withBackoff(Duration.ofMillis(10), 1.0, Duration.ofMillis(10)));
 		int total = 3000;
 		long seed = System.nanoTime();
@@ -123,7 +126,7 @@ class TransactionalRollbackIntegrationTests {
 	 */
 	@Test
 	void aHandlerInterruptedByTheStopReleasesTheMessagesHandledBeforeItInItsBatch() throws Exception {
-		this.template.declare(QueueDefinition.of("ledger").withMaxAttempts(5));
+		this.admin.declare(QueueDefinition.of("ledger").withMaxAttempts(5));
 		List<Long> ids = this.template.sendBatch("ledger", IntStream.rangeClosed(1, 200).boxed().toList());
 		int blocking = 2 + TransactionalConsumption.GUARDED_AFTER_FAILURE;
 		CountDownLatch blocked = new CountDownLatch(1);
@@ -173,7 +176,7 @@ class TransactionalRollbackIntegrationTests {
 	 */
 	@Test
 	void aHandlerThatAcksThenThrowsFailsItsAttemptRatherThanDeletingItsMessageWithoutEffect() {
-		this.template.declare(QueueDefinition.of("ledger").withMaxAttempts(3)
+		this.admin.declare(QueueDefinition.of("ledger").withMaxAttempts(3)
 			.withBackoff(Duration.ofMillis(10), 1.0, Duration.ofMillis(10)));
 		List<Long> ids = this.template.sendBatch("ledger", List.of(1, 2, 3, 4));
 		Map<Integer, AtomicInteger> runs = new ConcurrentHashMap<>();
@@ -238,7 +241,7 @@ class TransactionalRollbackIntegrationTests {
 	}
 
 	private void start(Duration shutdownTimeout, QueueListenerEndpoint... endpoints) {
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, shutdownTimeout);
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, shutdownTimeout);
 		for (QueueListenerEndpoint endpoint : endpoints) {
 			this.registry.registerListenerEndpoint(endpoint);
 		}

@@ -55,7 +55,7 @@ class WakeUpIntegrationTests {
 	@Test
 	void eachSendIntoAnIdleListenerWakesOnePollerAndEveryPollerStillGetsWork() {
 		Map<Long, String> handledBy = new ConcurrentHashMap<>();
-		this.registry = new QueueListenerEndpointRegistry(this.template, counting(this.pool), Duration.ofSeconds(5));
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), counting(this.pool), Duration.ofSeconds(5));
 		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("wake", List.of("wake"), 4, AckMode.AUTO, true,
 				Integer.class, (message, ack) -> handledBy.put(message.id(), Thread.currentThread().getName()),
 				new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(60)));
@@ -91,7 +91,7 @@ class WakeUpIntegrationTests {
 	@Test
 	void aSendThatNotifiesNobodyRightAfterBusyWorkIsTakenByTheLingeringPoller() {
 		Map<Long, String> handledBy = new ConcurrentHashMap<>();
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.pool, Duration.ofSeconds(5));
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.pool, Duration.ofSeconds(5));
 		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("linger", List.of("linger"), 1, AckMode.AUTO,
 				true, Integer.class, (message, ack) -> handledBy.put(message.id(), Thread.currentThread().getName()),
 				new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(60)));

@@ -8,8 +8,10 @@ import java.util.concurrent.atomic.AtomicReference;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
-import io.github.pgqueue.ExchangeDefinition;
 import io.github.pgqueue.ExchangeDefinition.Binding;
+import io.github.pgqueue.ExchangeDefinition;
+import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.listener.BatchListenerFailedException;
@@ -65,7 +67,7 @@ class ObservationIntegrationTests {
 	@Test
 	void sendsAreObservedWithQueueAndOperation() {
 		QueueTemplate template = template(true, null);
-		template.declare(QueueDefinition.of("emails"));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails"));
 		template.send("emails", "hello");
 		template.sendBatch("emails", List.of("a", "b"));
 
@@ -82,11 +84,11 @@ class ObservationIntegrationTests {
 	@Test
 	void aPublishIsObservedWithItsExchangeAndCountedUnderEveryRoutedQueue() {
 		SimpleMeterRegistry meters = new SimpleMeterRegistry();
-		QueueTemplate template = QueueTemplate.builder(this.app).meterRegistry(meters)
-			.observationRegistry(this.observations).observationEnabled(true).build();
-		template.declare(QueueDefinition.of("billing"));
-		template.declare(QueueDefinition.of("shipping"));
-		template.declare(new ExchangeDefinition("orders", ExchangeDefinition.Type.FANOUT,
+		QueueTemplate template = QueueTemplate.builder(QueueContext.builder(this.app).meterRegistry(meters)
+			.observationRegistry(this.observations).build()).observationEnabled(true).build();
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("billing"));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("shipping"));
+		new QueueAdmin(template.context()).declare(new ExchangeDefinition("orders", ExchangeDefinition.Type.FANOUT,
 				List.of(new Binding("billing", null), new Binding("shipping", null))));
 
 		assertThat(template.publish("orders", "order.created", "order-1")).isEqualTo(2);
@@ -117,7 +119,7 @@ class ObservationIntegrationTests {
 	@EnumSource(ConsumptionMode.class)
 	void handlerCallsAreObservedWithQueueListenerAndOutcome(ConsumptionMode mode) {
 		QueueTemplate template = template(false, null);
-		template.declare(QueueDefinition.of("emails").withMaxAttempts(1));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails").withMaxAttempts(1));
 		template.send("emails", "fine");
 		template.send("emails", "poison");
 		start(template, endpoint("mailer", mode, (message, ack) -> {
@@ -150,7 +152,7 @@ class ObservationIntegrationTests {
 	@EnumSource(ConsumptionMode.class)
 	void aBatchListenerCallIsOneObservationWithTheBatchSize(ConsumptionMode mode) {
 		QueueTemplate template = template(false, null);
-		template.declare(QueueDefinition.of("emails"));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails"));
 		template.sendBatch("emails", List.of("a", "b", "c"));
 		AtomicReference<Observation.Context> current = new AtomicReference<>();
 		start(template, batchEndpoint(mode, (messages) -> {
@@ -178,7 +180,7 @@ class ObservationIntegrationTests {
 	@EnumSource(ConsumptionMode.class)
 	void aFailedBatchIsObservedWithItsWorstOutcomeAndTheListenersError(ConsumptionMode mode) {
 		QueueTemplate template = template(false, null);
-		template.declare(QueueDefinition.of("emails").withMaxAttempts(1));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails").withMaxAttempts(1));
 		template.sendBatch("emails", List.of("a", "poison", "c"));
 		start(template, batchEndpoint(mode, (messages) -> {
 			for (int i = 0; i < messages.size(); i++) {
@@ -206,8 +208,8 @@ class ObservationIntegrationTests {
 
 	@Test
 	void nothingIsObservedByDefault() {
-		QueueTemplate template = QueueTemplate.builder(this.app).observationRegistry(this.observations).build();
-		template.declare(QueueDefinition.of("emails"));
+		QueueTemplate template = new QueueTemplate(QueueContext.builder(this.app).observationRegistry(this.observations).build());
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails"));
 		List<Object> handled = new CopyOnWriteArrayList<>();
 		start(template, new QueueListenerEndpoint("quiet", List.of("emails"), 1, AckMode.AUTO, true, String.class,
 				(message, ack) -> handled.add(message.payload()), new DefaultQueueErrorHandler(), 10,
@@ -233,8 +235,8 @@ class ObservationIntegrationTests {
 			}
 
 		});
-		template.declare(QueueDefinition.of("emails"));
-		this.registry = new QueueListenerEndpointRegistry(template, this.consumers, Duration.ofSeconds(5));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails"));
+		this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumers, Duration.ofSeconds(5));
 		this.registry.setObservationConvention(new QueueProcessObservationConvention() {
 
 			@Override
@@ -260,8 +262,8 @@ class ObservationIntegrationTests {
 	}
 
 	private QueueTemplate template(boolean sendObservation, QueueSendObservationConvention convention) {
-		return QueueTemplate.builder(this.app)
-			.observationRegistry(this.observations)
+		return QueueTemplate.builder(QueueContext.builder(this.app)
+			.observationRegistry(this.observations).build())
 			.observationEnabled(sendObservation)
 			.observationConvention(convention)
 			.build();
@@ -282,7 +284,7 @@ class ObservationIntegrationTests {
 	}
 
 	private void start(QueueTemplate template, QueueListenerEndpoint endpoint) {
-		this.registry = new QueueListenerEndpointRegistry(template, this.consumers, Duration.ofSeconds(5));
+		this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumers, Duration.ofSeconds(5));
 		this.registry.registerListenerEndpoint(endpoint);
 		this.registry.start();
 	}

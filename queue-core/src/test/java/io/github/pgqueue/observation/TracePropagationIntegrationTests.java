@@ -8,9 +8,11 @@ import java.util.concurrent.ConcurrentHashMap;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
-import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.QueueMessage;
+import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
@@ -101,7 +103,7 @@ class TracePropagationIntegrationTests {
 	@EnumSource(ConsumptionMode.class)
 	void theConsumerSpanIsAChildOfTheProducerSpan(ConsumptionMode mode) {
 		QueueTemplate template = template();
-		template.declare(QueueDefinition.of("emails"));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails"));
 		Observation request = Observation.start("checkout", this.observations);
 		try (Observation.Scope scope = request.openScope()) {
 			template.send("emails", "welcome");
@@ -131,7 +133,7 @@ class TracePropagationIntegrationTests {
 	@EnumSource(ConsumptionMode.class)
 	void aPlainSqlInsertWithATraceparentContinuesThatTrace(ConsumptionMode mode) {
 		QueueTemplate template = template();
-		template.declare(QueueDefinition.of("emails"));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails"));
 		String traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
 		String parentId = "00f067aa0ba902b7";
 		new JdbcTemplate(this.app).update("INSERT INTO pgqueue.message (queue, payload, headers) VALUES "
@@ -150,7 +152,7 @@ class TracePropagationIntegrationTests {
 	@EnumSource(ConsumptionMode.class)
 	void aBatchListenerCallStartsATraceOfItsOwn(ConsumptionMode mode) {
 		QueueTemplate template = template();
-		template.declare(QueueDefinition.of("emails"));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails"));
 		Observation request = Observation.start("checkout", this.observations);
 		try (Observation.Scope scope = request.openScope()) {
 			template.send("emails", "first");
@@ -160,7 +162,7 @@ class TracePropagationIntegrationTests {
 			request.stop();
 		}
 		Map<String, String> traceparents = new ConcurrentHashMap<>();
-		this.registry = new QueueListenerEndpointRegistry(template, this.consumers, Duration.ofSeconds(5));
+		this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumers, Duration.ofSeconds(5));
 		this.registry.registerListenerEndpoint(QueueListenerEndpoint
 			.batch("mailer", List.of("emails"), 1, true, String.class, (messages) -> {
 				Span current = this.tracer.currentSpan();
@@ -186,11 +188,11 @@ class TracePropagationIntegrationTests {
 	}
 
 	private QueueTemplate template() {
-		return QueueTemplate.builder(this.app).observationRegistry(this.observations).observationEnabled(true).build();
+		return QueueTemplate.builder(QueueContext.builder(this.app).observationRegistry(this.observations).build()).observationEnabled(true).build();
 	}
 
 	private void start(QueueTemplate template, ConsumptionMode mode) {
-		this.registry = new QueueListenerEndpointRegistry(template, this.consumers, Duration.ofSeconds(5));
+		this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumers, Duration.ofSeconds(5));
 		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("mailer", List.of("emails"), 1, AckMode.AUTO,
 				true, String.class, (message, ack) -> {
 					Span current = this.tracer.currentSpan();

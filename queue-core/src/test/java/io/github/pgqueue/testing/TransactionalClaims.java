@@ -7,6 +7,7 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 
+import io.github.pgqueue.ContextInternals;
 import io.github.pgqueue.QueueTemplate;
 
 /**
@@ -27,14 +28,14 @@ public final class TransactionalClaims {
 	public static List<Object[]> claim(QueueTemplate template, Connection connection, String queue, int batchSize)
 			throws SQLException {
 		List<Object[]> rows = new ArrayList<>();
-		try (PreparedStatement ps = connection.prepareStatement(template.sql().transactionalClaim(batchSize))) {
+		try (PreparedStatement ps = connection.prepareStatement(ContextInternals.sql(template.context()).transactionalClaim(batchSize))) {
 			int i = 0;
 			for (int n = 0; n < 4; n++) {
 				ps.setString(++i, queue);
 			}
-			ps.setInt(++i, template.lockNamespace());
+			ps.setInt(++i, template.context().lockNamespace());
 			ps.setString(++i, queue);
-			ps.setInt(++i, template.maxPayloadBytes());
+			ps.setInt(++i, template.context().maxPayloadBytes());
 			ps.setString(++i, queue);
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {

@@ -8,8 +8,8 @@ import java.util.Map;
 
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.ExchangeDefinition;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
-import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 
 import org.springframework.util.unit.DataSize;
@@ -26,13 +26,13 @@ public class PgQueueProperties {
 	private boolean enabled = true;
 
 	/** Schema holding pgqueue's tables; created and migrated at startup. */
-	private String schema = QueueTemplate.DEFAULT_SCHEMA;
+	private String schema = QueueContext.DEFAULT_SCHEMA;
 
 	/** First int4 of every advisory lock key; by default the oid of the message table. */
 	private Integer lockNamespace;
 
 	/** Largest payload as JSON: larger sends fail, and consumers dead-letter larger messages without reading them. */
-	private DataSize maxPayloadSize = DataSize.ofBytes(QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
+	private DataSize maxPayloadSize = DataSize.ofBytes(QueueContext.DEFAULT_MAX_PAYLOAD_BYTES);
 
 	/** Settings of the {@code QueueTemplate}. */
 	private final Template template = new Template();

@@ -5,6 +5,7 @@ import java.util.List;
 
 import javax.sql.DataSource;
 
+import io.github.pgqueue.listener.ContainerProperties;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
@@ -88,10 +89,16 @@ class ConsumerRolesIntegrationTests {
 		int holderPid = holderPid();
 		assertThat(bystander.receive("elsewhere", Integer.class)).isEmpty();
 		this.registry = new QueueListenerEndpointRegistry(bystander.context(), as("bystander"), Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("elsewhere", List.of("elsewhere"), 1,
-				AckMode.AUTO, true, Integer.class, (message, ack) -> {
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(100), ConsumptionMode.SESSION,
-				QueueListenerEndpoint.DEFAULT_TRANSACTION_TIMEOUT));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("elsewhere")
+				.listener(Integer.class, (message, ack) -> {
+				})
+				.containerProperties(ContainerProperties.builder(List.of("elsewhere"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(100))
+					.build())
+				.build());
 		this.registry.start();
 		await().atMost(Duration.ofSeconds(10)).until(() -> count("SELECT count(*) FROM pgqueue.holding h "
 				+ "JOIN pg_stat_activity a ON a.pid = h.pid WHERE a.usename = 'bystander'") == 1);

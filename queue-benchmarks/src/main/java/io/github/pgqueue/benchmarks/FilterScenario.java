@@ -18,6 +18,7 @@ import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.internal.HeaderFilter;
 import io.github.pgqueue.internal.QueueSql;
+import io.github.pgqueue.listener.ContainerProperties;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
@@ -162,10 +163,17 @@ final class FilterScenario {
 		LongAdder handled = new LongAdder();
 		QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
 				this.context.database().consumerPool(), Duration.ofSeconds(10));
-		registry.registerListenerEndpoint(new QueueListenerEndpoint("filter-bench", List.of(QUEUE), CONCURRENCY,
-				AckMode.AUTO, true, Tick.class, (message, ack) -> handled.increment(), new DefaultQueueErrorHandler(),
-				BATCH, PgQueueSystem.POLL_INTERVAL, mode, QueueListenerEndpoint.DEFAULT_TRANSACTION_TIMEOUT)
-			.withFilter(filter));
+		registry.registerListenerEndpoint(QueueListenerEndpoint.builder("filter-bench")
+				.listener(Tick.class, (message, ack) -> handled.increment())
+				.containerProperties(ContainerProperties.builder(List.of(QUEUE))
+					.concurrency(CONCURRENCY)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(BATCH)
+					.pollInterval(PgQueueSystem.POLL_INTERVAL)
+					.mode(mode)
+					.filter(filter)
+					.build())
+				.build());
 		long started = System.nanoTime();
 		long deadline = started + CAP.toNanos();
 		long finished;

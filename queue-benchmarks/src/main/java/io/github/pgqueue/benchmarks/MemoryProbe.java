@@ -11,6 +11,7 @@ import java.util.concurrent.atomic.LongAdder;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.listener.ContainerProperties;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
@@ -64,9 +65,15 @@ public final class MemoryProbe {
 	}
 
 	private static QueueListenerEndpoint endpoint(String queue, int concurrency, int batchSize, LongAdder handled) {
-		return new QueueListenerEndpoint(queue, List.of(queue), concurrency, AckMode.AUTO, true, Tick.class,
-				(message, ack) -> handled.increment(), new DefaultQueueErrorHandler(), batchSize,
-				PgQueueSystem.POLL_INTERVAL);
+		return QueueListenerEndpoint.builder(queue)
+				.listener(Tick.class, (message, ack) -> handled.increment())
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(concurrency)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(batchSize)
+					.pollInterval(PgQueueSystem.POLL_INTERVAL)
+					.build())
+				.build();
 	}
 
 	private static HikariDataSource pool(String url, String name, int size) {

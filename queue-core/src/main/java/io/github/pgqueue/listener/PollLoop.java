@@ -129,7 +129,8 @@ final class PollLoop implements Runnable {
 			BooleanSupplier paused) {
 		ProcessObservation observation = ProcessObservation.of(observationRegistry, observationConvention, endpoint.id());
 		return new PollLoop(endpoint, (running) -> new SessionConsumption(
-				new Dispatcher(endpoint, converter, running, observation), sessions, metrics, endpoint.batchSize(),
+				new Dispatcher(endpoint, converter, running, observation), sessions, metrics,
+				endpoint.containerProperties().batchSize(),
 				running, endpoint.headerFilter()), leader, wakeSiblings, paused);
 	}
 
@@ -247,7 +248,7 @@ final class PollLoop implements Runnable {
 						// wait for the permit to take suspects, which must go to pollers that claim.
 						SUSPECTS.withdraw(this);
 						this.idlePaused = true;
-						await(this.endpoint.pollInterval());
+						await(this.endpoint.containerProperties().pollInterval());
 						continue;
 					}
 					this.idlePaused = false;
@@ -272,8 +273,8 @@ final class PollLoop implements Runnable {
 					}
 					else if (!this.claimAgain) {
 						this.handedSuspects = false;
-						Duration idle = this.leader ? this.endpoint.pollInterval()
-								: this.endpoint.pollInterval().multipliedBy(FOLLOWER_IDLE_FACTOR);
+						Duration idle = this.leader ? this.endpoint.containerProperties().pollInterval()
+								: this.endpoint.containerProperties().pollInterval().multipliedBy(FOLLOWER_IDLE_FACTOR);
 						Duration wait = (this.nextDue != null && this.nextDue.compareTo(idle) < 0) ? this.nextDue : idle;
 						Duration lingering = this.linger.next();
 						awaitWork((lingering != null && lingering.compareTo(wait) < 0) ? lingering : wait);
@@ -297,14 +298,14 @@ final class PollLoop implements Runnable {
 					Duration pause = this.backoff.next();
 					if (!inOutage) {
 						logger.warn("Listener '{}' failed to poll {}; retrying with back-off (first pause {} ms)",
-								this.endpoint.id(), this.endpoint.queues(), pause.toMillis(), ex);
+								this.endpoint.id(), this.endpoint.containerProperties().queues(), pause.toMillis(), ex);
 						inOutage = true;
 						lastOutageWarning = System.nanoTime();
 					}
 					else if (System.nanoTime() - lastOutageWarning > OUTAGE_WARNING_INTERVAL.toNanos()) {
 						// Once a minute, so that an outage that lasts says what it keeps hitting.
 						logger.warn("Listener '{}' still fails to poll {}: {}", this.endpoint.id(),
-								this.endpoint.queues(), ex.toString());
+								this.endpoint.containerProperties().queues(), ex.toString());
 						lastOutageWarning = System.nanoTime();
 					}
 					else {
@@ -336,7 +337,7 @@ final class PollLoop implements Runnable {
 		if (SUSPECTS.isHeldBy(this)) {
 			this.handedSuspects = true;
 		}
-		List<String> queues = this.endpoint.queues();
+		List<String> queues = this.endpoint.containerProperties().queues();
 		for (int i = 0; i < queues.size() && this.running && !this.paused.getAsBoolean(); i++) {
 			String queue = queues.get((this.nextQueue + i) % queues.size());
 			// One poller per process at a time may take a message whose consumer died. The permit is

@@ -65,8 +65,8 @@ public final class QueueListenerContainer {
 
 	private volatile boolean paused;
 
-	QueueListenerContainer(QueueListenerEndpoint endpoint, Supplier<ConsumerSession> sessions, QueueContext context, QueueSql sql,
-			PlatformTransactionManager transactionManager, ListenerMetrics metrics,
+	QueueListenerContainer(QueueListenerEndpoint endpoint, Supplier<ConsumerSession> sessions, QueueContext context,
+			QueueSql sql, PlatformTransactionManager transactionManager, ListenerMetrics metrics,
 			QueueProcessObservationConvention observationConvention, Duration shutdownTimeout, boolean virtualThreads,
 			Runnable beforeStart) {
 		this.endpoint = endpoint;
@@ -145,10 +145,10 @@ public final class QueueListenerContainer {
 				return;
 			}
 			this.loops.clear();
-			ObservationRegistry observations = this.endpoint.observationEnabled()
+			ObservationRegistry observations = this.endpoint.containerProperties().observationEnabled()
 					? this.context.observationRegistry() : null;
-			for (int i = 0; i < this.endpoint.concurrency(); i++) {
-				this.loops.add((this.endpoint.mode() == ConsumptionMode.TRANSACTIONAL)
+			for (int i = 0; i < this.endpoint.containerProperties().concurrency(); i++) {
+				this.loops.add((this.endpoint.containerProperties().mode() == ConsumptionMode.TRANSACTIONAL)
 						? PollLoop.transactional(this.endpoint, this.context, this.sql, this.transactionManager,
 								this.sessions, this.metrics, observations, this.observationConvention, i == 0, this::wakeAll,
 								this::isPaused)
@@ -163,10 +163,12 @@ public final class QueueListenerContainer {
 				this.running = false;
 				this.loops.forEach(PollLoop::stop);
 				throw new IllegalStateException("Listener '" + this.endpoint.id() + "' could not start its "
-						+ this.endpoint.concurrency() + " poller(s) on its task executor: " + ex.getMessage(), ex);
+						+ this.endpoint.containerProperties().concurrency() + " poller(s) on its task executor: "
+						+ ex.getMessage(), ex);
 			}
-			logger.info("Started listener '{}' on {} with {} poller(s){}", this.endpoint.id(), this.endpoint.queues(),
-					this.endpoint.concurrency(), this.paused ? ", paused" : "");
+			logger.info("Started listener '{}' on {} with {} poller(s){}", this.endpoint.id(),
+					this.endpoint.containerProperties().queues(), this.endpoint.containerProperties().concurrency(),
+					this.paused ? ", paused" : "");
 		}
 	}
 
@@ -299,7 +301,7 @@ public final class QueueListenerContainer {
 	 * snapshot before the notified commit, and must not then wait.
 	 */
 	void wake(String queue) {
-		if (!this.endpoint.queues().contains(queue)) {
+		if (!this.endpoint.containerProperties().queues().contains(queue)) {
 			return;
 		}
 		synchronized (this.loops) {

@@ -100,16 +100,16 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 				+ endpoint.id() + "'; give each listener a unique id");
 		Supplier<ConsumerSession> sessions = () -> ConsumerSession.open(this.consumerDataSource, this.sql,
 				this.context.lockNamespace(), this.context.maxPayloadBytes());
-		PlatformTransactionManager transactions = (endpoint.mode() == ConsumptionMode.TRANSACTIONAL)
+		PlatformTransactionManager transactions = (endpoint.containerProperties().mode() == ConsumptionMode.TRANSACTIONAL)
 				? transactionManager() : null;
-		QueueListenerContainer container = new QueueListenerContainer(endpoint, sessions, this.context, this.sql, transactions,
-				this.metrics, this.observationConvention, this.shutdownTimeout, this.virtualThreads, () -> {
+		QueueListenerContainer container = new QueueListenerContainer(endpoint, sessions, this.context, this.sql,
+				transactions, this.metrics, this.observationConvention, this.shutdownTimeout, this.virtualThreads, () -> {
 					checkStart(endpoint);
 					startNotifications();
 				});
 		this.containerCustomizer.customize(container);
 		this.containers.put(endpoint.id(), container);
-		if (this.running && endpoint.autoStartup()) {
+		if (this.running && endpoint.containerProperties().autoStartup()) {
 			container.start();
 		}
 	}
@@ -187,7 +187,7 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 
 	/** The total number of poller threads, i.e. of consumer connections besides the LISTEN one. */
 	public synchronized int totalConcurrency() {
-		return this.containers.values().stream().mapToInt((c) -> c.endpoint().concurrency()).sum();
+		return this.containers.values().stream().mapToInt((c) -> c.endpoint().containerProperties().concurrency()).sum();
 	}
 
 	/** Whether the LISTEN connection is up. */
@@ -206,10 +206,12 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 			// A container was started before the registry: the application consumes from now on.
 			startKeepAlive();
 		}
-		if (this.containers.values().stream().noneMatch((c) -> c.endpoint().autoStartup())) {
+		if (this.containers.values().stream().noneMatch((c) -> c.endpoint().containerProperties().autoStartup())) {
 			return;
 		}
-		this.containers.values().stream().filter((c) -> c.endpoint().autoStartup()).forEach(QueueListenerContainer::start);
+		this.containers.values().stream()
+			.filter((c) -> c.endpoint().containerProperties().autoStartup())
+			.forEach(QueueListenerContainer::start);
 	}
 
 	/**

@@ -155,8 +155,8 @@ final class TransactionalConsumption implements Consumption {
 		this.maxPayloadBytes = context.maxPayloadBytes();
 		this.sessions = sessions;
 		this.metrics = metrics;
-		this.batchSize = endpoint.batchSize();
-		this.timeout = endpoint.transactionTimeout();
+		this.batchSize = endpoint.containerProperties().batchSize();
+		this.timeout = endpoint.containerProperties().transactionTimeout();
 		this.running = running;
 		this.filter = endpoint.headerFilter();
 		this.transactions = new TransactionTemplate(transactionManager);

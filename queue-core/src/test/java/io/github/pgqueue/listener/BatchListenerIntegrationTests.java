@@ -154,10 +154,18 @@ class BatchListenerIntegrationTests {
 	@Test
 	void aBatchListenerAcknowledgesAutomatically() {
 		assertThatIllegalArgumentException()
-			.isThrownBy(() -> new QueueListenerEndpoint("manual", List.of("q"), 1, AckMode.MANUAL, true, Integer.class,
-					null, new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(1), ConsumptionMode.SESSION,
-					Duration.ofSeconds(30), (messages) -> {
-					}, false))
+			.isThrownBy(() -> QueueListenerEndpoint.builder("manual")
+					.batchListener(Integer.class, (messages) -> {
+					})
+					.containerProperties(ContainerProperties.builder(List.of("q"))
+						.concurrency(1)
+						.ackMode(AckMode.MANUAL)
+						.errorHandler(new DefaultQueueErrorHandler())
+						.batchSize(10)
+						.pollInterval(Duration.ofSeconds(1))
+						.transactionTimeout(Duration.ofSeconds(30))
+						.build())
+					.build())
 			.withMessageContaining("batch listener").withMessageContaining("ackMode AUTO");
 	}
 
@@ -174,9 +182,17 @@ class BatchListenerIntegrationTests {
 	}
 
 	private void start(ConsumptionMode mode, String queue, int concurrency, QueueBatchListener listener) {
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.batch(queue, List.of(queue), concurrency, true,
-				Integer.class, listener, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(100), mode,
-				Duration.ofSeconds(30)));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
+				.batchListener(Integer.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(concurrency)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(100))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 	}
 

@@ -124,10 +124,18 @@ class DefaultIsolationIntegrationTests {
 		}
 		Map<Long, AtomicInteger> runs = new ConcurrentHashMap<>();
 		this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("iso", List.of("iso"), 4, AckMode.AUTO, true,
-				Integer.class, (message, ack) -> runs.computeIfAbsent(message.id(), (id) -> new AtomicInteger())
-					.incrementAndGet(),
-				new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode, Duration.ofSeconds(30)));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("iso")
+				.listener(Integer.class, (message, ack) -> runs.computeIfAbsent(message.id(), (id) -> new AtomicInteger())
+					.incrementAndGet())
+				.containerProperties(ContainerProperties.builder(List.of("iso"))
+					.concurrency(4)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 		await().atMost(Duration.ofSeconds(120)).until(() -> count("SELECT count(*) FROM pgqueue.message WHERE queue = 'iso'") == 0);
 		this.registry.stop();

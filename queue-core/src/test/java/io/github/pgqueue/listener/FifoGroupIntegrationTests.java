@@ -118,9 +118,17 @@ class FifoGroupIntegrationTests {
 		};
 		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
 		for (String id : List.of("a", "b")) {
-			this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue + "-" + id, List.of(queue), 4,
-					AckMode.AUTO, true, Step.class, listener, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50),
-					mode, Duration.ofSeconds(30)));
+			this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue + "-" + id)
+					.listener(Step.class, listener)
+					.containerProperties(ContainerProperties.builder(List.of(queue))
+						.concurrency(4)
+						.errorHandler(new DefaultQueueErrorHandler())
+						.batchSize(10)
+						.pollInterval(Duration.ofMillis(50))
+						.mode(mode)
+						.transactionTimeout(Duration.ofSeconds(30))
+						.build())
+					.build());
 		}
 		this.registry.start();
 		for (Future<?> future : sent) {
@@ -156,14 +164,23 @@ class FifoGroupIntegrationTests {
 		List<String> handled = new CopyOnWriteArrayList<>();
 		AtomicInteger failures = new AtomicInteger();
 		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), 3, AckMode.AUTO, true,
-				String.class, (message, ack) -> {
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
+				.listener(String.class, (message, ack) -> {
 					String payload = (String) message.payload();
 					if (payload.equals("bad-0") && failures.incrementAndGet() <= 2) {
 						throw new IllegalStateException("not yet");
 					}
 					handled.add(payload);
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode, Duration.ofSeconds(30)));
+				})
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(3)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 
 		await().atMost(Duration.ofSeconds(20)).until(() -> handled.size() == 10);
@@ -242,14 +259,23 @@ class FifoGroupIntegrationTests {
 	private List<String> listenFailingOnWalls(String queue, int concurrency, ConsumptionMode mode) {
 		List<String> handled = new CopyOnWriteArrayList<>();
 		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), concurrency,
-				AckMode.AUTO, true, String.class, (message, ack) -> {
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
+				.listener(String.class, (message, ack) -> {
 					String payload = (String) message.payload();
 					handled.add(payload);
 					if (payload.startsWith("wall")) {
 						throw new IllegalStateException("a wall's head fails");
 					}
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(30), mode, Duration.ofSeconds(30)));
+				})
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(concurrency)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofSeconds(30))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 		return handled;
 	}
@@ -282,8 +308,8 @@ class FifoGroupIntegrationTests {
 		AtomicInteger overlaps = new AtomicInteger();
 		AtomicInteger handled = new AtomicInteger();
 		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), 2, AckMode.AUTO, true,
-				String.class, (message, ack) -> {
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
+				.listener(String.class, (message, ack) -> {
 					String group = ((String) message.payload()).substring(0, 2);
 					if (inFlight.computeIfAbsent(group, (k) -> new AtomicInteger()).incrementAndGet() > 1) {
 						overlaps.incrementAndGet();
@@ -291,7 +317,16 @@ class FifoGroupIntegrationTests {
 					order.computeIfAbsent(group, (k) -> new CopyOnWriteArrayList<>()).add(message.id());
 					inFlight.get(group).decrementAndGet();
 					handled.incrementAndGet();
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(30), mode, Duration.ofSeconds(30)));
+				})
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(2)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofSeconds(30))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 
 		await().atMost(Duration.ofSeconds(30)).until(() -> handled.get() >= 1500);

@@ -115,8 +115,8 @@ class FifoGroupRemovalIntegrationTests {
 		CountDownLatch aStarted = new CountDownLatch(1);
 		CountDownLatch releaseA = new CountDownLatch(1);
 		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), 2, AckMode.AUTO, true,
-				String.class, (message, ack) -> {
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
+				.listener(String.class, (message, ack) -> {
 					String payload = (String) message.payload();
 					log.add("start " + payload);
 					if (payload.equals("a")) {
@@ -124,8 +124,16 @@ class FifoGroupRemovalIntegrationTests {
 						assertThat(releaseA.await(30, TimeUnit.SECONDS)).isTrue();
 					}
 					log.add("end " + payload);
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), ConsumptionMode.TRANSACTIONAL,
-				Duration.ofSeconds(60)));
+				})
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(2)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(ConsumptionMode.TRANSACTIONAL)
+					.transactionTimeout(Duration.ofSeconds(60))
+					.build())
+				.build());
 		this.registry.start();
 		assertThat(aStarted.await(20, TimeUnit.SECONDS)).isTrue();
 		assertThat(this.template.cancel(queue, b)).isEqualTo(CancelResult.REMOVED);
@@ -346,8 +354,8 @@ class FifoGroupRemovalIntegrationTests {
 		AtomicInteger overlaps = new AtomicInteger();
 		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
 		for (String id : List.of("a", "b")) {
-			this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue + "-" + id, List.of(queue), 2,
-					AckMode.AUTO, true, String.class, (message, ack) -> {
+			this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue + "-" + id)
+					.listener(String.class, (message, ack) -> {
 						String group = (String) message.payload();
 						if (inFlight.computeIfAbsent(group, (k) -> new AtomicInteger()).incrementAndGet() > 1) {
 							overlaps.incrementAndGet();
@@ -357,7 +365,16 @@ class FifoGroupRemovalIntegrationTests {
 						deliveries.incrementAndGet();
 						Thread.sleep(10); // slower than the producer: a backlog builds up
 						inFlight.get(group).decrementAndGet();
-					}, new DefaultQueueErrorHandler(), 5, Duration.ofMillis(50), mode, Duration.ofSeconds(30)));
+					})
+					.containerProperties(ContainerProperties.builder(List.of(queue))
+						.concurrency(2)
+						.errorHandler(new DefaultQueueErrorHandler())
+						.batchSize(5)
+						.pollInterval(Duration.ofMillis(50))
+						.mode(mode)
+						.transactionTimeout(Duration.ofSeconds(30))
+						.build())
+					.build());
 		}
 		this.registry.start();
 		Set<Long> sent = ConcurrentHashMap.newKeySet();

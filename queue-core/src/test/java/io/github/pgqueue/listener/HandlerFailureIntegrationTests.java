@@ -91,8 +91,15 @@ class HandlerFailureIntegrationTests {
 			};
 			default -> new DefaultQueueErrorHandler();
 		};
-		start(template, new QueueListenerEndpoint("blast", List.of("blast"), 1, AckMode.AUTO, true, Integer.class,
-				listener, errorHandler, 5, Duration.ofMillis(50)));
+		start(template, QueueListenerEndpoint.builder("blast")
+				.listener(Integer.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of("blast"))
+					.concurrency(1)
+					.errorHandler(errorHandler)
+					.batchSize(5)
+					.pollInterval(Duration.ofMillis(50))
+					.build())
+				.build());
 
 		await().atMost(Duration.ofSeconds(30)).until(() -> "blast.dlq".equals(queueOf(poison)));
 		await().atMost(Duration.ofSeconds(10)).until(() -> count("blast") == 0);
@@ -120,11 +127,18 @@ class HandlerFailureIntegrationTests {
 		for (int stop = 1; stop <= 3; stop++) {
 			CountDownLatch inHandler = new CountDownLatch(1);
 			this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumerPool, Duration.ofMillis(200));
-			this.registry.registerListenerEndpoint(new QueueListenerEndpoint("patient", List.of("patient"), 1,
-					AckMode.AUTO, true, Integer.class, (message, ack) -> {
+			this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("patient")
+					.listener(Integer.class, (message, ack) -> {
 						inHandler.countDown();
 						Thread.sleep(60_000);
-					}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50)));
+					})
+					.containerProperties(ContainerProperties.builder(List.of("patient"))
+						.concurrency(1)
+						.errorHandler(new DefaultQueueErrorHandler())
+						.batchSize(10)
+						.pollInterval(Duration.ofMillis(50))
+						.build())
+					.build());
 			this.registry.start();
 			assertThat(inHandler.await(10, TimeUnit.SECONDS)).as("delivery after stop %d", stop - 1).isTrue();
 			this.registry.stop();
@@ -144,9 +158,16 @@ class HandlerFailureIntegrationTests {
 			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
 		long id = template.send("forgetful", 1);
 		AtomicInteger deliveries = new AtomicInteger();
-		start(template, new QueueListenerEndpoint("forgetful", List.of("forgetful"), 1, AckMode.MANUAL, true,
-				Integer.class, (message, ack) -> deliveries.incrementAndGet(), new DefaultQueueErrorHandler(), 10,
-				Duration.ofMillis(50)));
+		start(template, QueueListenerEndpoint.builder("forgetful")
+				.listener(Integer.class, (message, ack) -> deliveries.incrementAndGet())
+				.containerProperties(ContainerProperties.builder(List.of("forgetful"))
+					.concurrency(1)
+					.ackMode(AckMode.MANUAL)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.build())
+				.build());
 		await().atMost(Duration.ofSeconds(20)).until(() -> "forgetful.dlq".equals(queueOf(id)));
 		assertThat(deliveries.get()).isEqualTo(2);
 		assertThat(lastError(id)).doesNotContain("consumer died").contains("without calling ack(), nack() or reject()");

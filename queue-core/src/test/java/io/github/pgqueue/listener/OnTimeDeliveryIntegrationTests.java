@@ -89,8 +89,15 @@ class OnTimeDeliveryIntegrationTests {
 	}
 
 	private void listen(String queue, int concurrency, QueueMessageListener listener) {
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), concurrency,
-				AckMode.AUTO, true, Integer.class, listener, new DefaultQueueErrorHandler(), 10, POLL_INTERVAL));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
+				.listener(Integer.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(concurrency)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(POLL_INTERVAL)
+					.build())
+				.build());
 		this.registry.start();
 	}
 

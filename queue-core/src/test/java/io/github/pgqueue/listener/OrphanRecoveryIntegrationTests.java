@@ -60,8 +60,15 @@ class OrphanRecoveryIntegrationTests {
 	}
 
 	private static QueueListenerEndpoint endpoint(String id, String queue, QueueMessageListener listener) {
-		return new QueueListenerEndpoint(id, List.of(queue), 1, AckMode.AUTO, true, Integer.class, listener,
-				new DefaultQueueErrorHandler(), 10, Duration.ofMillis(100));
+		return QueueListenerEndpoint.builder(id)
+				.listener(Integer.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(100))
+					.build())
+				.build();
 	}
 
 	@Test
@@ -158,10 +165,17 @@ class OrphanRecoveryIntegrationTests {
 	void aBatchListenerGetsOrphansOneAtATime() {
 		List<Long> orphans = orphans("orphan-batches", 5);
 		List<List<Long>> batches = new java.util.concurrent.CopyOnWriteArrayList<>();
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.batch("orphan-batches", List.of("orphan-batches"), 1,
-				true, Integer.class, (messages) -> batches.add(messages.stream().map((m) -> m.id()).toList()),
-				new DefaultQueueErrorHandler(), 10, Duration.ofMillis(100), io.github.pgqueue.ConsumptionMode.SESSION,
-				Duration.ofSeconds(30)));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("orphan-batches")
+				.batchListener(Integer.class, (messages) -> batches.add(messages.stream().map((m) -> m.id()).toList()))
+				.containerProperties(ContainerProperties.builder(List.of("orphan-batches"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(100))
+					.mode(io.github.pgqueue.ConsumptionMode.SESSION)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 		await().atMost(Duration.ofSeconds(20)).until(() -> this.jdbc.queryForObject(
 				"SELECT count(*) FROM pgqueue.message WHERE queue = 'orphan-batches'", Long.class) == 0);

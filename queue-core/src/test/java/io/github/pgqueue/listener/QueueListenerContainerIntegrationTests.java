@@ -62,8 +62,16 @@ class QueueListenerContainerIntegrationTests {
 
 	private QueueListenerEndpoint endpoint(String id, String queue, int concurrency, AckMode ackMode,
 			QueueMessageListener listener) {
-		return new QueueListenerEndpoint(id, List.of(queue), concurrency, ackMode, true, Integer.class, listener,
-				new DefaultQueueErrorHandler(), 10, Duration.ofMillis(200));
+		return QueueListenerEndpoint.builder(id)
+				.listener(Integer.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(concurrency)
+					.ackMode(ackMode)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(200))
+					.build())
+				.build();
 	}
 
 	@Test
@@ -192,9 +200,15 @@ class QueueListenerContainerIntegrationTests {
 	@Test
 	void notificationWakesAnIdleListenerLongBeforeItsPollInterval() throws Exception {
 		CountDownLatch received = new CountDownLatch(1);
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("idle", List.of("idle"), 1, AckMode.AUTO,
-				true, Integer.class, (message, ack) -> received.countDown(), new DefaultQueueErrorHandler(), 10,
-				Duration.ofSeconds(30)));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("idle")
+				.listener(Integer.class, (message, ack) -> received.countDown())
+				.containerProperties(ContainerProperties.builder(List.of("idle"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 		await().atMost(Duration.ofSeconds(5)).until(this.registry::isListening);
 		Thread.sleep(300); // let the poller finish its first, empty poll and start waiting
@@ -264,9 +278,16 @@ class QueueListenerContainerIntegrationTests {
 		javax.sql.DataSource counting = countingClaims(this.consumerPool, claims);
 		QueueListenerEndpointRegistry idle = new QueueListenerEndpointRegistry(this.template.context(), counting,
 				Duration.ofSeconds(5));
-		idle.registerListenerEndpoint(new QueueListenerEndpoint("idle-cost", List.of("idle-cost"), 4, AckMode.AUTO,
-				true, Integer.class, (message, ack) -> {
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(200)));
+		idle.registerListenerEndpoint(QueueListenerEndpoint.builder("idle-cost")
+				.listener(Integer.class, (message, ack) -> {
+				})
+				.containerProperties(ContainerProperties.builder(List.of("idle-cost"))
+					.concurrency(4)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(200))
+					.build())
+				.build());
 		idle.start();
 		try {
 			Thread.sleep(500); // every poller's first claim is done
@@ -354,13 +375,20 @@ class QueueListenerContainerIntegrationTests {
 				Duration.ofMillis(300));
 		CountDownLatch allStuck = new CountDownLatch(8);
 		AtomicBoolean release = new AtomicBoolean();
-		impatient.registerListenerEndpoint(new QueueListenerEndpoint("deaf", List.of("deaf"), 8, AckMode.AUTO, true,
-				Integer.class, (message, ack) -> {
+		impatient.registerListenerEndpoint(QueueListenerEndpoint.builder("deaf")
+				.listener(Integer.class, (message, ack) -> {
 					allStuck.countDown();
 					while (!release.get()) { // ignores interrupts
 						java.util.concurrent.locks.LockSupport.parkNanos(10_000_000);
 					}
-				}, new DefaultQueueErrorHandler(), 1, Duration.ofMillis(100)));
+				})
+				.containerProperties(ContainerProperties.builder(List.of("deaf"))
+					.concurrency(8)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(1)
+					.pollInterval(Duration.ofMillis(100))
+					.build())
+				.build());
 		this.template.sendBatch("deaf", IntStream.range(0, 8).boxed().toList());
 		impatient.start();
 		assertThat(allStuck.await(10, TimeUnit.SECONDS)).isTrue();

@@ -86,10 +86,17 @@ class RolledBackRemovalsIntegrationTests {
 
 		Map<Long, Integer> attempts = new ConcurrentHashMap<>();
 		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("undone", queues, 1, AckMode.AUTO, true,
-				Integer.class, (message, ack) -> attempts.put(message.id(), message.attempt()),
-				new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), ConsumptionMode.TRANSACTIONAL,
-				Duration.ofSeconds(30)));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("undone")
+				.listener(Integer.class, (message, ack) -> attempts.put(message.id(), message.attempt()))
+				.containerProperties(ContainerProperties.builder(queues)
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(ConsumptionMode.TRANSACTIONAL)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 
 		await().atMost(Duration.ofSeconds(20)).until(() -> this.jdbc.queryForObject(
@@ -115,14 +122,22 @@ class RolledBackRemovalsIntegrationTests {
 		Map<Integer, Integer> deaths = new ConcurrentHashMap<>();
 		JdbcTemplate appJdbc = new JdbcTemplate(this.app);
 		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("cancelling", List.of("cancelling"), 1,
-				AckMode.AUTO, true, Integer.class, (message, ack) -> {
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("cancelling")
+				.listener(Integer.class, (message, ack) -> {
 					int attempt = message.attempt();
 					deaths.merge(attempt, 1, Integer::sum);
 					assertThat(this.template.cancel("reminders", reminders.get(attempt - 1))).isEqualTo(CancelResult.REMOVED);
 					appJdbc.queryForObject("SELECT pg_terminate_backend(pg_backend_pid())", Boolean.class);
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), ConsumptionMode.TRANSACTIONAL,
-				Duration.ofSeconds(30)));
+				})
+				.containerProperties(ContainerProperties.builder(List.of("cancelling"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(ConsumptionMode.TRANSACTIONAL)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 
 		await().atMost(Duration.ofSeconds(30)).until(() -> "cancelling.dlq".equals(this.jdbc.queryForObject(
@@ -143,12 +158,20 @@ class RolledBackRemovalsIntegrationTests {
 		Map<Integer, Integer> deaths = new ConcurrentHashMap<>();
 		JdbcTemplate appJdbc = new JdbcTemplate(this.app);
 		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("deadly", List.of("deadly"), 1, AckMode.AUTO,
-				true, Integer.class, (message, ack) -> {
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("deadly")
+				.listener(Integer.class, (message, ack) -> {
 					deaths.merge(message.attempt(), 1, Integer::sum);
 					appJdbc.queryForObject("SELECT pg_terminate_backend(pg_backend_pid())", Boolean.class);
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), ConsumptionMode.TRANSACTIONAL,
-				Duration.ofSeconds(30)));
+				})
+				.containerProperties(ContainerProperties.builder(List.of("deadly"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(ConsumptionMode.TRANSACTIONAL)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 
 		await().atMost(Duration.ofSeconds(30)).until(() -> "deadly.dlq".equals(this.jdbc.queryForObject(

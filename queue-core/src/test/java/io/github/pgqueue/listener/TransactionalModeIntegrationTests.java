@@ -273,15 +273,23 @@ class TransactionalModeIntegrationTests {
 		this.admin.declare(QueueDefinition.of("slow").withMaxAttempts(3)
 			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
 		long id = this.template.send("slow", 1);
-		start(new QueueListenerEndpoint("slow", List.of("slow"), 1, AckMode.AUTO, true, Integer.class,
-				(message, ack) -> {
+		start(QueueListenerEndpoint.builder("slow")
+				.listener(Integer.class, (message, ack) -> {
 					this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id(),
 							message.attempt());
 					if (message.attempt() == 1) {
 						Thread.sleep(700);
 					}
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), ConsumptionMode.TRANSACTIONAL,
-				Duration.ofMillis(300)));
+				})
+				.containerProperties(ContainerProperties.builder(List.of("slow"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(ConsumptionMode.TRANSACTIONAL)
+					.transactionTimeout(Duration.ofMillis(300))
+					.build())
+				.build());
 
 		await().atMost(Duration.ofSeconds(20)).until(() -> count("slow") == 0);
 		assertThat(this.jdbc.queryForList("SELECT attempt FROM effect WHERE message_id = ?", Integer.class, id))
@@ -483,9 +491,18 @@ class TransactionalModeIntegrationTests {
 
 	private QueueListenerEndpoint endpoint(String id, String queue, int concurrency, AckMode ackMode,
 			QueueMessageListener listener, int batchSize) {
-		return new QueueListenerEndpoint(id, List.of(queue), concurrency, ackMode, true, Integer.class, listener,
-				new DefaultQueueErrorHandler(), batchSize, Duration.ofMillis(50), ConsumptionMode.TRANSACTIONAL,
-				Duration.ofSeconds(30));
+		return QueueListenerEndpoint.builder(id)
+				.listener(Integer.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(concurrency)
+					.ackMode(ackMode)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(batchSize)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(ConsumptionMode.TRANSACTIONAL)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build();
 	}
 
 	private void start(QueueListenerEndpoint... endpoints) {

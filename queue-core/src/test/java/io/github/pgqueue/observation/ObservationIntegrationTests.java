@@ -15,6 +15,7 @@ import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.listener.BatchListenerFailedException;
+import io.github.pgqueue.listener.ContainerProperties;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueBatchListener;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
@@ -211,9 +212,15 @@ class ObservationIntegrationTests {
 		QueueTemplate template = new QueueTemplate(QueueContext.builder(this.app).observationRegistry(this.observations).build());
 		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails"));
 		List<Object> handled = new CopyOnWriteArrayList<>();
-		start(template, new QueueListenerEndpoint("quiet", List.of("emails"), 1, AckMode.AUTO, true, String.class,
-				(message, ack) -> handled.add(message.payload()), new DefaultQueueErrorHandler(), 10,
-				Duration.ofMillis(50)));
+		start(template, QueueListenerEndpoint.builder("quiet")
+				.listener(String.class, (message, ack) -> handled.add(message.payload()))
+				.containerProperties(ContainerProperties.builder(List.of("emails"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.build())
+				.build());
 		template.send("emails", "hello");
 
 		await().atMost(Duration.ofSeconds(20)).until(() -> handled.size() == 1);
@@ -271,16 +278,33 @@ class ObservationIntegrationTests {
 
 	private QueueListenerEndpoint endpoint(String id, ConsumptionMode mode, QueueMessageListener listener,
 			boolean observationEnabled) {
-		return new QueueListenerEndpoint(id, List.of("emails"), 1, AckMode.AUTO, true, String.class, listener,
-				new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode, Duration.ofSeconds(30))
-			.withObservationEnabled(observationEnabled);
+		return QueueListenerEndpoint.builder(id)
+				.listener(String.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of("emails"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.observationEnabled(observationEnabled)
+					.build())
+				.build();
 	}
 
 	private QueueListenerEndpoint batchEndpoint(ConsumptionMode mode, QueueBatchListener listener) {
-		return QueueListenerEndpoint
-			.batch("batcher", List.of("emails"), 1, true, String.class, listener, new DefaultQueueErrorHandler(), 10,
-					Duration.ofMillis(50), mode, Duration.ofSeconds(30))
-			.withObservationEnabled(true);
+		return QueueListenerEndpoint.builder("batcher")
+				.batchListener(String.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of("emails"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.observationEnabled(true)
+					.build())
+				.build();
 	}
 
 	private void start(QueueTemplate template, QueueListenerEndpoint endpoint) {

@@ -13,6 +13,7 @@ import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueMessage;
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.listener.ContainerProperties;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
@@ -163,16 +164,25 @@ class TracePropagationIntegrationTests {
 		}
 		Map<String, String> traceparents = new ConcurrentHashMap<>();
 		this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumers, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint
-			.batch("mailer", List.of("emails"), 1, true, String.class, (messages) -> {
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("mailer")
+				.batchListener(String.class, (messages) -> {
 				Span current = this.tracer.currentSpan();
 				this.seenInHandler.put("batch", (current != null)
 						? current.context().traceId() + "/" + current.context().spanId() : "none");
 				for (QueueMessage<Object> message : messages) {
 					traceparents.put((String) message.payload(), message.headers().get("traceparent"));
 				}
-			}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode, Duration.ofSeconds(30))
-			.withObservationEnabled(true));
+			})
+				.containerProperties(ContainerProperties.builder(List.of("emails"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.observationEnabled(true)
+					.build())
+				.build());
 		this.registry.start();
 
 		SpanData batch = await().atMost(Duration.ofSeconds(20)).until(() -> span("emails process"),
@@ -193,13 +203,22 @@ class TracePropagationIntegrationTests {
 
 	private void start(QueueTemplate template, ConsumptionMode mode) {
 		this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumers, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("mailer", List.of("emails"), 1, AckMode.AUTO,
-				true, String.class, (message, ack) -> {
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("mailer")
+				.listener(String.class, (message, ack) -> {
 					Span current = this.tracer.currentSpan();
 					this.seenInHandler.put((String) message.payload(), (current != null)
 							? current.context().traceId() + "/" + current.context().spanId() : "none");
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode, Duration.ofSeconds(30))
-			.withObservationEnabled(true));
+				})
+				.containerProperties(ContainerProperties.builder(List.of("emails"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.observationEnabled(true)
+					.build())
+				.build());
 		this.registry.start();
 	}
 

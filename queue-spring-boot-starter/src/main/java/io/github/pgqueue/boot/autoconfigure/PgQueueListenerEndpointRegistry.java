@@ -53,7 +53,9 @@ final class PgQueueListenerEndpointRegistry extends QueueListenerEndpointRegistr
 	@Override
 	protected void checkStart(QueueListenerEndpoint endpoint) {
 		Set<String> known = this.knownQueues.get();
-		List<String> unknown = endpoint.queues().stream().filter((queue) -> !known.contains(queue)).toList();
+		List<String> unknown = endpoint.containerProperties().queues().stream()
+			.filter((queue) -> !known.contains(queue))
+			.toList();
 		if (!unknown.isEmpty()) {
 			throw new IllegalStateException("Listener '" + endpoint.id() + "' cannot start: it consumes "
 					+ ((unknown.size() == 1) ? "queue '" + unknown.get(0) + "', which does not exist"
@@ -65,11 +67,11 @@ final class PgQueueListenerEndpointRegistry extends QueueListenerEndpointRegistr
 
 	@Override
 	public synchronized void registerListenerEndpoint(QueueListenerEndpoint endpoint) {
-		if (endpoint.mode() == ConsumptionMode.TRANSACTIONAL && !this.transactionManagerChosen) {
+		if (endpoint.containerProperties().mode() == ConsumptionMode.TRANSACTIONAL && !this.transactionManagerChosen) {
 			chooseTransactionManager(endpoint);
 		}
 		if (isRunning()) { // also for a listener started later by hand
-			this.connections.prepare(totalConcurrency() + endpoint.concurrency());
+			this.connections.prepare(totalConcurrency() + endpoint.containerProperties().concurrency());
 		}
 		super.registerListenerEndpoint(endpoint);
 	}

@@ -198,8 +198,8 @@ final class DashboardController {
 			for (QueueListenerContainer container : listeners.getListenerContainers()) {
 				Map<String, Object> row = new LinkedHashMap<>();
 				row.put("id", container.endpoint().id());
-				row.put("queues", container.endpoint().queues());
-				row.put("concurrency", container.endpoint().concurrency());
+				row.put("queues", container.endpoint().containerProperties().queues());
+				row.put("concurrency", container.endpoint().containerProperties().concurrency());
 				row.put("running", container.isRunning());
 				row.put("paused", container.isPaused());
 				row.put("connected", container.isConnected());

@@ -3,8 +3,10 @@ package io.github.pgqueue;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 
+import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.internal.RecordedRemovals;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -15,9 +17,10 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
- * Queue administration at runtime, for every JVM that shares the database: create, alter and drop
- * queues, purge them, pause and resume their consumption, list them with their stats, and redrive
- * their dead letters. Usable with or without Spring: {@code new QueueAdmin(template)}.
+ * Queue administration at runtime, for every JVM that shares the database: declare, create, alter
+ * and drop queues, declare exchanges, purge queues, pause and resume their consumption, list them
+ * with their stats, and redrive their dead letters. Usable with or without Spring: {@code new QueueAdmin(context)}, on the
+ * {@link QueueContext} its template and listeners share.
  * <p>
  * Nothing here touches a message a consumer holds: a purge skips them, and a drop that would
  * have to delete one fails.
@@ -29,9 +32,17 @@ public final class QueueAdmin {
 	/** Rows a purge deletes per transaction (each deleted row takes a lock for its transaction). */
 	private static final int PURGE_CHUNK = 1000;
 
+	/** How many dead letters a redrive looks at beyond {@code max}, for those consumers hold. */
+	private static final int REDRIVE_WINDOW = 1000;
+
+	private final QueueContext context;
+
+	/** Reads the stats of {@link #list()}. */
 	private final QueueTemplate template;
 
 	private final JdbcTemplate jdbc;
+
+	private final QueueSql sql;
 
 	private final RecordedRemovals removals;
 
@@ -72,12 +83,15 @@ public final class QueueAdmin {
 
 	private final String deadLetterQueueOf;
 
-	public QueueAdmin(QueueTemplate template) {
-		this.template = template;
-		this.jdbc = new JdbcTemplate(template.dataSource());
-		this.removals = new RecordedRemovals(template.dataSource(), template.schema());
-		this.accessChange = new TransactionTemplate(new DataSourceTransactionManager(template.dataSource()));
-		String s = "\"" + template.schema() + "\"";
+	/** Administration of the queues of {@code context}'s schema. */
+	public QueueAdmin(QueueContext context) {
+		this.context = context;
+		this.template = new QueueTemplate(context);
+		this.jdbc = new JdbcTemplate(context.dataSource());
+		this.sql = context.sql();
+		this.removals = context.removals();
+		this.accessChange = new TransactionTemplate(new DataSourceTransactionManager(context.dataSource()));
+		String s = "\"" + context.schema() + "\"";
 		this.insertQueue = """
 				INSERT INTO %s.queue (name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms,
 				                      dead_letter_queue)
@@ -156,7 +170,7 @@ public final class QueueAdmin {
 	 * @throws IllegalStateException if it exists (change it with {@link #alter})
 	 */
 	public void create(QueueDefinition definition) {
-		this.template.checkNoDeadLetterCycle(definition);
+		checkNoDeadLetterCycle(definition);
 		int inserted = this.jdbc.update(this.insertQueue, definition.name(), definition.maxAttempts(),
 				definition.backoffInitial().toMillis(), definition.backoffMultiplier(), definition.backoffMax().toMillis(),
 				definition.deadLetterQueue());
@@ -170,7 +184,7 @@ public final class QueueAdmin {
 	 * @throws IllegalStateException if it does not exist (create it with {@link #create})
 	 */
 	public void alter(QueueDefinition definition) {
-		this.template.checkNoDeadLetterCycle(definition);
+		checkNoDeadLetterCycle(definition);
 		int updated = this.jdbc.update(this.updateQueue, definition.maxAttempts(), definition.backoffInitial().toMillis(),
 				definition.backoffMultiplier(), definition.backoffMax().toMillis(), definition.deadLetterQueue(),
 				definition.name());
@@ -227,7 +241,7 @@ public final class QueueAdmin {
 		QueueNames.requireQueue(queue);
 		long after = 0;
 		long deleted = 0;
-		int ns = this.template.lockNamespace();
+		int ns = namespace();
 		while (true) {
 			long from = after;
 			long[] chunk = this.removals.run((connection) -> {
@@ -274,7 +288,7 @@ public final class QueueAdmin {
 		}
 		if (!paused) {
 			this.jdbc.query("SELECT pg_notify(?, ?)", (ResultSetExtractor<Void>) (rs) -> null,
-					this.template.sql().channel(), queue);
+					this.sql.channel(), queue);
 		}
 	}
 
@@ -324,7 +338,7 @@ public final class QueueAdmin {
 		boolean send = List.of(access).contains(Access.SEND);
 		boolean consume = List.of(access).contains(Access.CONSUME);
 		for (String statement : this.jdbc.queryForList(this.tablePrivileges, String.class,
-				this.template.schema(), role, this.template.schema(), role)) {
+				this.context.schema(), role, this.context.schema(), role)) {
 			try {
 				this.jdbc.execute(statement);
 			}
@@ -368,9 +382,63 @@ public final class QueueAdmin {
 		}
 	}
 
-	/** Moves up to {@code max} dead letters of {@code queue} back into it; see {@link QueueTemplate#redrive}. */
+	/** Creates or updates the definition of a queue (as {@code pgqueue.queues} does at startup). */
+	public void declare(QueueDefinition definition) {
+		checkNoDeadLetterCycle(definition);
+		this.jdbc.update(this.sql.upsertQueue.with(new QueueSql.UpsertQueue(definition.name(), definition.maxAttempts(),
+				definition.backoffInitial().toMillis(), definition.backoffMultiplier(),
+				definition.backoffMax().toMillis(), definition.deadLetterQueue())));
+	}
+
+	/** Creates or updates an exchange; its bindings become exactly the ones given. */
+	public void declare(ExchangeDefinition definition) {
+		int n = definition.bindings().size();
+		String[] queues = new String[n];
+		String[] keys = new String[n];
+		String[] regexes = new String[n];
+		for (int i = 0; i < n; i++) {
+			ExchangeDefinition.Binding binding = definition.bindings().get(i);
+			queues[i] = binding.queue();
+			keys[i] = (definition.type() == ExchangeDefinition.Type.FANOUT) ? "" : binding.routingKey();
+			regexes[i] = binding.keyRegex(definition.type(), definition.name());
+		}
+		String type = definition.type().name().toLowerCase(java.util.Locale.ROOT);
+		this.jdbc.update(this.sql.declareExchange.with(new QueueSql.DeclareExchange(definition.name(), type,
+				definition.unroutable().name().toLowerCase(java.util.Locale.ROOT), queues, keys, regexes)));
+	}
+
+	/**
+	 * Moves up to {@code max} messages from the dead-letter queue of {@code queue} back to it, with
+	 * their attempts reset, and returns how many moved.
+	 */
 	public int redrive(String queue, int max) {
-		return this.template.redrive(queue, max);
+		QueueNames.requireQueue(queue);
+		if (max < 1) {
+			throw new IllegalArgumentException("Redrive max must be at least 1, was " + max);
+		}
+		String deadLetterQueue = deadLetterQueueOf(queue);
+		int ns = namespace();
+		return this.removals.run((connection) -> {
+			try (PreparedStatement ps = this.sql.redrive.prepare(connection, new QueueSql.Redrive(queue,
+					deadLetterQueue, max + REDRIVE_WINDOW, ns, max, this.sql.channel()));
+					ResultSet rs = ps.executeQuery()) {
+				return rs.next() ? (int) rs.getLong("moved") : 0;
+			}
+		});
+	}
+
+	/** The queues declared in the database, and their dead-letter queues. */
+	public java.util.Set<String> declaredQueues() {
+		return new java.util.TreeSet<>(this.jdbc.query(this.sql.declaredQueues.with(new QueueSql.None()),
+				(rs, row) -> rs.getString("name")));
+	}
+
+	/** The dead-letter queue of {@code queue}: its definition's, else {@code <queue>.dlq}. */
+	public String deadLetterQueueOf(String queue) {
+		List<String> configured = this.jdbc.query(this.sql.deadLetterQueue.with(new QueueSql.Queue(queue)),
+				(rs, row) -> rs.getString("dead_letter_queue"));
+		return (configured.isEmpty() || configured.get(0) == null) ? QueueNames.defaultDeadLetterQueue(queue)
+				: configured.get(0);
 	}
 
 	/**
@@ -381,13 +449,13 @@ public final class QueueAdmin {
 	 * @return the ids moved
 	 */
 	public List<Long> redrive(List<Long> deadLetterIds) {
-		int ns = this.template.lockNamespace();
+		int ns = namespace();
 		return this.removals.run((connection) -> {
 			List<Long> moved = new java.util.ArrayList<>();
 			try (PreparedStatement ps = connection.prepareStatement(this.redriveIds)) {
 				ps.setArray(1, connection.createArrayOf("bigint", deadLetterIds.toArray()));
 				ps.setInt(2, ns);
-				ps.setString(3, this.template.schema());
+				ps.setString(3, this.context.schema());
 				try (ResultSet rs = ps.executeQuery()) {
 					while (rs.next()) {
 						moved.add(rs.getLong(1));
@@ -396,6 +464,36 @@ public final class QueueAdmin {
 			}
 			return moved;
 		});
+	}
+
+	/**
+	 * Rejects a definition whose dead letters would come back to it: a queue that is its own
+	 * dead-letter queue, or a chain of declared queues that leads back to it.
+	 */
+	private void checkNoDeadLetterCycle(QueueDefinition definition) {
+		List<String> chain = new ArrayList<>(List.of(definition.name()));
+		String next = definition.effectiveDeadLetterQueue();
+		while (next != null && !chain.contains(next)) {
+			chain.add(next);
+			List<String> declared = this.jdbc.query(this.sql.deadLetterQueueOfDeclared.with(new QueueSql.Queue(next)),
+					(rs, row) -> rs.getString("dead_letter_queue"));
+			next = declared.isEmpty() ? null : declared.get(0);
+		}
+		if (next == null) {
+			return;
+		}
+		if (next.equals(definition.name()) && chain.size() == 1) {
+			throw new IllegalArgumentException("Queue '" + definition.name() + "' cannot be its own dead-letter queue; "
+					+ "name another queue, or leave it out for '" + QueueNames.defaultDeadLetterQueue(definition.name())
+					+ "'");
+		}
+		chain.add(next);
+		throw new IllegalArgumentException("Queue '" + definition.name() + "' would dead-letter in a cycle ("
+				+ String.join(" -> ", chain) + "); point one of these queues at a dead-letter queue outside the cycle");
+	}
+
+	private int namespace() {
+		return this.context.lockNamespace();
 	}
 
 	private void requireDeclared(String queue) {

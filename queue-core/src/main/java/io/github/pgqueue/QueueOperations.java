@@ -75,16 +75,4 @@ public interface QueueOperations {
 	/** Counts the messages of {@code queue} by state. */
 	QueueStats stats(String queue);
 
-	/** Creates or updates the definition of a queue. */
-	void declare(QueueDefinition definition);
-
-	/** Creates or updates an exchange; its bindings become exactly the ones given. */
-	void declare(ExchangeDefinition definition);
-
-	/**
-	 * Moves up to {@code max} messages from the dead-letter queue of {@code queue} back to it, with
-	 * their attempts reset, and returns how many moved.
-	 */
-	int redrive(String queue, int max);
-
 }

@@ -15,7 +15,6 @@ import javax.sql.DataSource;
 import io.github.pgqueue.internal.ClaimedMessage;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.HeaderFilter;
-
 import io.github.pgqueue.internal.NamedStatement;
 import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.internal.RecordedRemovals;
@@ -23,8 +22,6 @@ import io.github.pgqueue.observation.QueueSendObservationContext.Operation;
 import io.github.pgqueue.observation.QueueSendObservationConvention;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
-import io.micrometer.observation.ObservationRegistry;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.core.PreparedStatementCreator;
@@ -36,21 +33,12 @@ import org.springframework.jdbc.core.PreparedStatementCreator;
  */
 public final class QueueTemplate implements QueueOperations {
 
-	/** The schema pgqueue's tables live in unless configured otherwise. */
-	public static final String DEFAULT_SCHEMA = "pgqueue";
-
-	/** The default payload limit: 1 MiB of JSON. */
-	public static final int DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
-
 	private static final int RECEIVE_ATTEMPTS = 16;
 
 	/** How often a deduplicated send runs again when it neither inserted nor saw the message with its key. */
 	private static final int DEDUPLICATION_ATTEMPTS = 10;
 
-	/** How many dead letters a redrive looks at beyond {@code max}, for those consumers hold. */
-	private static final int REDRIVE_WINDOW = 1000;
-
-	private final DataSource dataSource;
+	private final QueueContext context;
 
 	private final JdbcTemplate jdbc;
 
@@ -62,35 +50,47 @@ public final class QueueTemplate implements QueueOperations {
 
 	private final MeterRegistry meterRegistry;
 
-	private final ObservationRegistry observationRegistry;
-
 	private final SendObservation sendObservation;
-
-	private final Integer configuredNamespace;
-
-	private volatile Integer namespace;
 
 	private final int maxPayloadBytes;
 
 	private final java.util.Map<String, Counter> sentCounters = new java.util.concurrent.ConcurrentHashMap<>();
 
-	private QueueTemplate(Builder builder) {
-		this.dataSource = builder.dataSource;
-		this.jdbc = new JdbcTemplate(builder.dataSource);
-		this.sql = new QueueSql(builder.schema);
-		this.removals = new RecordedRemovals(builder.dataSource, builder.schema);
-		this.converter = builder.converter;
-		this.meterRegistry = builder.meterRegistry;
-		this.observationRegistry = builder.observationRegistry;
-		this.sendObservation = new SendObservation(builder.observationRegistry, builder.observationEnabled,
-				builder.observationConvention);
-		this.configuredNamespace = builder.lockNamespace;
-		this.maxPayloadBytes = builder.maxPayloadBytes;
+	/** A template on {@code context}, its sends not observed. */
+	public QueueTemplate(QueueContext context) {
+		this(builder(context));
 	}
 
-	/** Starts building a template on {@code dataSource}. */
+	private QueueTemplate(Builder builder) {
+		QueueContext context = builder.context;
+		this.context = context;
+		this.jdbc = new JdbcTemplate(context.dataSource());
+		this.sql = context.sql();
+		this.removals = context.removals();
+		this.converter = context.payloadConverter();
+		this.meterRegistry = context.meterRegistry();
+		this.sendObservation = new SendObservation(context.observationRegistry(), builder.observationEnabled,
+				builder.observationConvention);
+		this.maxPayloadBytes = context.maxPayloadBytes();
+	}
+
+	/** Starts building a template on {@code context}, to observe its sends. */
+	public static Builder builder(QueueContext context) {
+		return new Builder(context);
+	}
+
+	/**
+	 * Starts building a template on a context of its own, with the defaults, on {@code dataSource};
+	 * build a {@link QueueContext} to configure the schema, payloads or metrics, or to share them
+	 * with a {@link QueueAdmin} and listener containers.
+	 */
 	public static Builder builder(DataSource dataSource) {
-		return new Builder(dataSource);
+		return new Builder(QueueContext.of(dataSource));
+	}
+
+	/** The context this template works in: its data source, schema, converter and registries. */
+	public QueueContext context() {
+		return this.context;
 	}
 
 	@Override
@@ -269,7 +269,7 @@ public final class QueueTemplate implements QueueOperations {
 	@SuppressWarnings("unchecked")
 	private <T> Optional<Lease<T>> receive(String queue, HeaderFilter filter, Type payloadType) {
 		QueueNames.requireQueue(queue);
-		ConsumerSession session = openSession();
+		ConsumerSession session = this.context.openSession();
 		try {
 			for (int i = 0; i < RECEIVE_ATTEMPTS; i++) {
 				ConsumerSession.Claim claim = session.claim(queue, 1, true, filter);
@@ -303,7 +303,7 @@ public final class QueueTemplate implements QueueOperations {
 	@SuppressWarnings("unchecked")
 	public <T> Optional<Lease<T>> receive(String queue, long id, Class<T> payloadType) {
 		QueueNames.requireQueue(queue);
-		ConsumerSession session = openSession();
+		ConsumerSession session = this.context.openSession();
 		try {
 			List<ClaimedMessage> claimed = session.claimById(queue, id).messages();
 			if (claimed.isEmpty()) {
@@ -365,163 +365,8 @@ public final class QueueTemplate implements QueueOperations {
 		}).get(0);
 	}
 
-	@Override
-	public void declare(QueueDefinition definition) {
-		checkNoDeadLetterCycle(definition);
-		this.jdbc.update(this.sql.upsertQueue.with(new QueueSql.UpsertQueue(definition.name(), definition.maxAttempts(),
-				definition.backoffInitial().toMillis(), definition.backoffMultiplier(),
-				definition.backoffMax().toMillis(), definition.deadLetterQueue())));
-	}
-
-	@Override
-	public void declare(ExchangeDefinition definition) {
-		int n = definition.bindings().size();
-		String[] queues = new String[n];
-		String[] keys = new String[n];
-		String[] regexes = new String[n];
-		for (int i = 0; i < n; i++) {
-			ExchangeDefinition.Binding binding = definition.bindings().get(i);
-			queues[i] = binding.queue();
-			keys[i] = (definition.type() == ExchangeDefinition.Type.FANOUT) ? "" : binding.routingKey();
-			regexes[i] = binding.keyRegex(definition.type(), definition.name());
-		}
-		String type = definition.type().name().toLowerCase(java.util.Locale.ROOT);
-		this.jdbc.update(this.sql.declareExchange.with(new QueueSql.DeclareExchange(definition.name(), type,
-				definition.unroutable().name().toLowerCase(java.util.Locale.ROOT), queues, keys, regexes)));
-	}
-
-	@Override
-	public int redrive(String queue, int max) {
-		QueueNames.requireQueue(queue);
-		if (max < 1) {
-			throw new IllegalArgumentException("Redrive max must be at least 1, was " + max);
-		}
-		String deadLetterQueue = deadLetterQueueOf(queue);
-		int ns = namespace();
-		return this.removals.run((connection) -> {
-			try (PreparedStatement ps = this.sql.redrive.prepare(connection, new QueueSql.Redrive(queue,
-					deadLetterQueue, max + REDRIVE_WINDOW, ns, max, this.sql.channel()));
-					ResultSet rs = ps.executeQuery()) {
-				return rs.next() ? (int) rs.getLong("moved") : 0;
-			}
-		});
-	}
-
-	/** The queues declared in the database, and their dead-letter queues. */
-	public java.util.Set<String> declaredQueues() {
-		return new java.util.TreeSet<>(this.jdbc.query(this.sql.declaredQueues.with(new QueueSql.None()),
-				(rs, row) -> rs.getString("name")));
-	}
-
-	/** The dead-letter queue of {@code queue}: its definition's, else {@code <queue>.dlq}. */
-	public String deadLetterQueueOf(String queue) {
-		List<String> configured = this.jdbc.query(this.sql.deadLetterQueue.with(new QueueSql.Queue(queue)),
-				(rs, row) -> rs.getString("dead_letter_queue"));
-		return (configured.isEmpty() || configured.get(0) == null) ? QueueNames.defaultDeadLetterQueue(queue)
-				: configured.get(0);
-	}
-
-	/** The first int4 of every lock key pgqueue takes in this database. */
-	public int lockNamespace() {
-		return namespace();
-	}
-
 	private int namespace() {
-		Integer ns = this.namespace;
-		if (ns == null) {
-			ns = storedNamespace();
-			if (this.configuredNamespace != null && !this.configuredNamespace.equals(ns)) {
-				throw new IllegalStateException("pgqueue.lock-namespace is " + this.configuredNamespace
-						+ " but schema '" + this.sql.schema() + "' was created with lock namespace " + ns
-						+ ", which every process of this schema uses; remove the setting or set it to " + ns);
-			}
-			this.namespace = ns;
-		}
-		return ns;
-	}
-
-	private int storedNamespace() {
-		List<Integer> stored = this.jdbc.query(this.sql.namespace.with(new QueueSql.None()),
-				(rs, row) -> rs.getInt("lock_namespace"));
-		if (stored.size() != 1) {
-			throw new IllegalStateException("Table " + this.sql.schema() + ".setting must hold exactly one row with "
-					+ "the lock namespace, but holds " + stored.size() + "; it is written when the schema is created");
-		}
-		return stored.get(0);
-	}
-
-	/**
-	 * Rejects a definition whose dead letters would come back to it: a queue that is its own
-	 * dead-letter queue, or a chain of declared queues that leads back to it.
-	 */
-	void checkNoDeadLetterCycle(QueueDefinition definition) {
-		List<String> chain = new ArrayList<>(List.of(definition.name()));
-		String next = definition.effectiveDeadLetterQueue();
-		while (next != null && !chain.contains(next)) {
-			chain.add(next);
-			List<String> declared = this.jdbc.query(this.sql.deadLetterQueueOfDeclared.with(new QueueSql.Queue(next)),
-					(rs, row) -> rs.getString("dead_letter_queue"));
-			next = declared.isEmpty() ? null : declared.get(0);
-		}
-		if (next == null) {
-			return;
-		}
-		if (next.equals(definition.name()) && chain.size() == 1) {
-			throw new IllegalArgumentException("Queue '" + definition.name() + "' cannot be its own dead-letter queue; "
-					+ "name another queue, or leave it out for '" + QueueNames.defaultDeadLetterQueue(definition.name())
-					+ "'");
-		}
-		chain.add(next);
-		throw new IllegalArgumentException("Queue '" + definition.name() + "' would dead-letter in a cycle ("
-				+ String.join(" -> ", chain) + "); point one of these queues at a dead-letter queue outside the cycle");
-	}
-
-	/** The validated schema this template works in. */
-	public String schema() {
-		return this.sql.schema();
-	}
-
-	/** The data source sends and sessions use. */
-	public DataSource dataSource() {
-		return this.dataSource;
-	}
-
-	/** The payload converter. */
-	public PayloadConverter payloadConverter() {
-		return this.converter;
-	}
-
-	/** The meter registry metrics are recorded in. */
-	public MeterRegistry meterRegistry() {
-		return this.meterRegistry;
-	}
-
-	/**
-	 * The observation registry this template's sends, and the listeners built on it, record
-	 * observations in when observation is enabled for them; {@link ObservationRegistry#NOOP} by default.
-	 */
-	public ObservationRegistry observationRegistry() {
-		return this.observationRegistry;
-	}
-
-	/** Opens a consumer session on a connection of its own. Internal: used by listener containers. */
-	public ConsumerSession openSession() {
-		return openSession(this.dataSource);
-	}
-
-	/** Opens a consumer session on {@code dataSource}. Internal: used by listener containers. */
-	public ConsumerSession openSession(DataSource dataSource) {
-		return ConsumerSession.open(dataSource, this.sql, namespace(), this.maxPayloadBytes);
-	}
-
-	/** The largest payload, in bytes of JSON, that is sent or read. */
-	public int maxPayloadBytes() {
-		return this.maxPayloadBytes;
-	}
-
-	/** The SQL of this template's schema. Internal: used by listener containers. */
-	public QueueSql sql() {
-		return this.sql;
+		return this.context.lockNamespace();
 	}
 
 	/**
@@ -605,85 +450,23 @@ public final class QueueTemplate implements QueueOperations {
 				options.delay().toMillis(), options.maxAttempts(), options.group(), options.deduplicationKey());
 	}
 
-	/** Builds a {@link QueueTemplate}. */
+	/** Builds a {@link QueueTemplate}: whether and how its sends are observed. */
 	public static final class Builder {
 
-		private final DataSource dataSource;
-
-		private String schema = DEFAULT_SCHEMA;
-
-		private Integer lockNamespace;
-
-		private PayloadConverter converter = new JacksonPayloadConverter();
-
-		private MeterRegistry meterRegistry = new CompositeMeterRegistry();
-
-		private int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
-
-		private ObservationRegistry observationRegistry = ObservationRegistry.NOOP;
+		private final QueueContext context;
 
 		private boolean observationEnabled;
 
 		private QueueSendObservationConvention observationConvention;
 
-		private Builder(DataSource dataSource) {
-			this.dataSource = Objects.requireNonNull(dataSource, "DataSource must not be null");
-		}
-
-		/** The schema of pgqueue's tables; default {@value QueueTemplate#DEFAULT_SCHEMA}. */
-		public Builder schema(String schema) {
-			this.schema = QueueNames.requireSchema(schema);
-			return this;
-		}
-
-		/**
-		 * The lock namespace this template expects. The namespace itself (the first int4 of every
-		 * advisory-lock key) is stored in the schema when it is created, and every process reads
-		 * it from there; a template whose expectation differs fails on first use, naming both.
-		 * By default nothing is expected.
-		 */
-		public Builder lockNamespace(Integer lockNamespace) {
-			this.lockNamespace = lockNamespace;
-			return this;
-		}
-
-		public Builder payloadConverter(PayloadConverter converter) {
-			this.converter = Objects.requireNonNull(converter, "PayloadConverter must not be null");
-			return this;
-		}
-
-		public Builder meterRegistry(MeterRegistry meterRegistry) {
-			this.meterRegistry = Objects.requireNonNull(meterRegistry, "MeterRegistry must not be null");
-			return this;
-		}
-
-		/**
-		 * The largest payload in bytes of JSON: larger sends are rejected, and a consumer
-		 * dead-letters a larger message without reading it. Default 1 MiB.
-		 */
-		public Builder maxPayloadBytes(int maxPayloadBytes) {
-			if (maxPayloadBytes < 1) {
-				throw new IllegalArgumentException("Max payload bytes must be at least 1, was " + maxPayloadBytes);
-			}
-			this.maxPayloadBytes = maxPayloadBytes;
-			return this;
-		}
-
-		/**
-		 * The observation registry of this template's {@code pgqueue.send} observations, and of
-		 * the {@code pgqueue.process} observations of listeners that run on this template and have
-		 * observation enabled. Default {@link ObservationRegistry#NOOP}.
-		 */
-		public Builder observationRegistry(ObservationRegistry observationRegistry) {
-			this.observationRegistry = Objects.requireNonNull(observationRegistry,
-					"ObservationRegistry must not be null");
-			return this;
+		private Builder(QueueContext context) {
+			this.context = Objects.requireNonNull(context, "QueueContext must not be null");
 		}
 
 		/**
 		 * Whether every {@code send}, {@code sendBatch} and {@code publish} is observed as
-		 * {@code pgqueue.send}, with the trace context written into the message's headers by the
-		 * registry's propagating handlers. Default false.
+		 * {@code pgqueue.send} in the context's observation registry, with the trace context written
+		 * into the message's headers by the registry's propagating handlers. Default false.
 		 */
 		public Builder observationEnabled(boolean observationEnabled) {
 			this.observationEnabled = observationEnabled;
@@ -699,6 +482,7 @@ public final class QueueTemplate implements QueueOperations {
 			return this;
 		}
 
+		/** The template. */
 		public QueueTemplate build() {
 			return new QueueTemplate(this);
 		}

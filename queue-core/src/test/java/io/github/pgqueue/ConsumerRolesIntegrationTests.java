@@ -5,6 +5,7 @@ import java.util.List;
 
 import javax.sql.DataSource;
 
+import io.github.pgqueue.listener.ContainerProperties;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
@@ -45,7 +46,7 @@ class ConsumerRolesIntegrationTests {
 
 	private final QueueTemplate template = QueueTemplate.builder(this.postgres.dataSource()).build();
 
-	private final QueueAdmin admin = new QueueAdmin(this.template);
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
 
 	private QueueListenerEndpointRegistry registry;
 
@@ -76,7 +77,7 @@ class ConsumerRolesIntegrationTests {
 	 */
 	@Test
 	void anotherRolesReceiveAndPollerStartLeaveALiveConsumersRowAndItsDeathsAreCounted() {
-		this.template.declare(QueueDefinition.of("ledger").withMaxAttempts(2));
+		this.admin.declare(QueueDefinition.of("ledger").withMaxAttempts(2));
 		this.admin.grant("holder", "ledger", QueueAdmin.Access.CONSUME);
 		this.admin.grant("bystander", "elsewhere", QueueAdmin.Access.CONSUME);
 		long id = this.template.send("ledger", 1);
@@ -87,11 +88,17 @@ class ConsumerRolesIntegrationTests {
 		assertThat(first.message().attempt()).isEqualTo(1);
 		int holderPid = holderPid();
 		assertThat(bystander.receive("elsewhere", Integer.class)).isEmpty();
-		this.registry = new QueueListenerEndpointRegistry(bystander, as("bystander"), Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("elsewhere", List.of("elsewhere"), 1,
-				AckMode.AUTO, true, Integer.class, (message, ack) -> {
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(100), ConsumptionMode.SESSION,
-				QueueListenerEndpoint.DEFAULT_TRANSACTION_TIMEOUT));
+		this.registry = new QueueListenerEndpointRegistry(bystander.context(), as("bystander"), Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("elsewhere")
+				.listener(Integer.class, (message, ack) -> {
+				})
+				.containerProperties(ContainerProperties.builder(List.of("elsewhere"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(100))
+					.build())
+				.build());
 		this.registry.start();
 		await().atMost(Duration.ofSeconds(10)).until(() -> count("SELECT count(*) FROM pgqueue.holding h "
 				+ "JOIN pg_stat_activity a ON a.pid = h.pid WHERE a.usename = 'bystander'") == 1);
@@ -130,7 +137,7 @@ class ConsumerRolesIntegrationTests {
 		SoftAssertions softly = new SoftAssertions();
 		SingleConnectionDataSource connection = new SingleConnectionDataSource(this.postgres.jdbcUrl(), "sender", "",
 				true);
-		try (var open = this.template.openSession()) {
+		try (var open = this.template.context().openSession()) {
 			JdbcTemplate sender = new JdbcTemplate(connection);
 			long others = count("SELECT count(*) FROM pgqueue.holding");
 			softly.assertThat(others).as("the owner's live session").isEqualTo(1);

@@ -29,15 +29,17 @@ class DeadLetterIntegrationTests {
 
 	private final QueueTemplate template = QueueTemplate.builder(this.dataSource).build();
 
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
+
 	@Test
 	void redriveMovesBackOnlyTheDeadLettersThatCameFromThatQueue() {
-		this.template.declare(QueueDefinition.of("emails").withDeadLetterQueue("failed"));
-		this.template.declare(QueueDefinition.of("sms").withDeadLetterQueue("failed"));
+		this.admin.declare(QueueDefinition.of("emails").withDeadLetterQueue("failed"));
+		this.admin.declare(QueueDefinition.of("sms").withDeadLetterQueue("failed"));
 		long email = rejected("emails", "an email");
 		long sms = rejected("sms", "an sms");
 		this.jdbc.update("INSERT INTO pgqueue.message (queue, payload) VALUES ('failed', '\"written by hand\"')");
 
-		assertThat(this.template.redrive("emails", 100)).isEqualTo(1);
+		assertThat(this.admin.redrive("emails", 100)).isEqualTo(1);
 
 		assertThat(queueOf(email)).isEqualTo("emails");
 		assertThat(queueOf(sms)).isEqualTo("failed");
@@ -50,12 +52,12 @@ class DeadLetterIntegrationTests {
 	@Test
 	void redriveLeavesADeadLetterThatAConsumerHolds() {
 		long id = rejected("held", "x");
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = this.template.context().openSession()) {
 			assertThat(session.claim("held.dlq", 1).messages()).hasSize(1);
-			assertThat(this.template.redrive("held", 10)).isZero();
+			assertThat(this.admin.redrive("held", 10)).isZero();
 			session.release(List.of(id), true);
 		}
-		assertThat(this.template.redrive("held", 10)).isEqualTo(1);
+		assertThat(this.admin.redrive("held", 10)).isEqualTo(1);
 		assertThat(advisoryLocks()).isZero();
 	}
 
@@ -68,28 +70,28 @@ class DeadLetterIntegrationTests {
 			.hasSizeLessThanOrEqualTo(63).endsWith(".dlq");
 		assertThat(QueueNames.defaultDeadLetterQueue(selfLooking)).isNotEqualTo(selfLooking);
 		assertThat(QueueNames.defaultDeadLetterQueue("emails")).isEqualTo("emails.dlq");
-		this.template.declare(QueueDefinition.of(a));
-		assertThat(this.template.declaredQueues()).contains(QueueNames.defaultDeadLetterQueue(a));
+		this.admin.declare(QueueDefinition.of(a));
+		assertThat(this.admin.declaredQueues()).contains(QueueNames.defaultDeadLetterQueue(a));
 		assertThat(this.template.stats(a).deadLettered()).isZero();
-		assertThat(this.template.deadLetterQueueOf(a)).isEqualTo(QueueNames.defaultDeadLetterQueue(a));
+		assertThat(this.admin.deadLetterQueueOf(a)).isEqualTo(QueueNames.defaultDeadLetterQueue(a));
 	}
 
 	@Test
 	void aQueueThatIsItsOwnDeadLetterQueueOrACycleIsRejectedAtDeclaration() {
 		assertThatIllegalArgumentException()
-			.isThrownBy(() -> this.template.declare(QueueDefinition.of("loop").withDeadLetterQueue("loop")))
+			.isThrownBy(() -> this.admin.declare(QueueDefinition.of("loop").withDeadLetterQueue("loop")))
 			.withMessageContaining("'loop'").withMessageContaining("its own dead-letter queue");
-		this.template.declare(QueueDefinition.of("a").withDeadLetterQueue("b"));
-		this.template.declare(QueueDefinition.of("b").withDeadLetterQueue("c"));
+		this.admin.declare(QueueDefinition.of("a").withDeadLetterQueue("b"));
+		this.admin.declare(QueueDefinition.of("b").withDeadLetterQueue("c"));
 		assertThatIllegalArgumentException()
-			.isThrownBy(() -> this.template.declare(QueueDefinition.of("c").withDeadLetterQueue("a")))
+			.isThrownBy(() -> this.admin.declare(QueueDefinition.of("c").withDeadLetterQueue("a")))
 			.withMessageContaining("c -> a -> b -> c");
-		assertThat(this.template.declaredQueues()).doesNotContain("c.dlq");
+		assertThat(this.admin.declaredQueues()).doesNotContain("c.dlq");
 	}
 
 	@Test
 	void aMessageThatFailsInADeadLetterQueueIsParkedThereNotMovedOn() {
-		this.template.declare(QueueDefinition.of("orders").withMaxAttempts(1));
+		this.admin.declare(QueueDefinition.of("orders").withMaxAttempts(1));
 		long id = rejected("orders", "order");
 		try (Lease<String> dead = this.template.receive("orders.dlq", String.class).orElseThrow()) {
 			dead.reject("the dead-letter consumer cannot handle it either");
@@ -100,7 +102,7 @@ class DeadLetterIntegrationTests {
 			.contains("the dead-letter consumer cannot handle it either");
 		assertThat(this.template.stats("orders").deadLettered()).isEqualTo(1);
 
-		assertThat(this.template.redrive("orders", 10)).isEqualTo(1);
+		assertThat(this.admin.redrive("orders", 10)).isEqualTo(1);
 		try (Lease<String> back = this.template.receive("orders", String.class).orElseThrow()) {
 			assertThat(back.message().id()).isEqualTo(id);
 			back.ack();
@@ -111,7 +113,7 @@ class DeadLetterIntegrationTests {
 	void exhaustedMessagesOfADeadLetterQueueAreParkedAtClaim() {
 		long id = rejected("parcels", "p");
 		this.jdbc.update("UPDATE pgqueue.message SET attempts = 5 WHERE id = ?", id);
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = this.template.context().openSession()) {
 			ConsumerSession.Claim claim = session.claim("parcels.dlq", 10);
 			assertThat(claim.messages()).extracting(ClaimedMessage::id).isEmpty();
 		}

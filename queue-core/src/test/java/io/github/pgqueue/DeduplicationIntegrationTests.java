@@ -39,7 +39,9 @@ class DeduplicationIntegrationTests {
 
 	private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
 
-	private final QueueTemplate template = QueueTemplate.builder(this.dataSource).meterRegistry(this.meters).build();
+	private final QueueTemplate template = new QueueTemplate(QueueContext.builder(this.dataSource).meterRegistry(this.meters).build());
+
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
 
 	private static SendOptions key(String key) {
 		return SendOptions.builder().deduplicationKey(key).build();
@@ -64,19 +66,19 @@ class DeduplicationIntegrationTests {
 	@Test
 	void theKeyIsFreeAgainOnceItsMessageIsAckedOrDeadLettered() {
 		long first = this.template.send("jobs", "a", key("k"));
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = this.template.context().openSession()) {
 			ConsumerSession.Claim claim = session.claim("jobs", 10);
 			assertThat(this.template.send("jobs", "held", key("k"))).as("held is still in the queue").isEqualTo(first);
 			session.ack(List.of(claim.messages().get(0).id()));
 		}
 		long second = this.template.send("jobs", "b", key("k"));
 		assertThat(second).isNotEqualTo(first);
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = this.template.context().openSession()) {
 			ConsumerSession.Claim claim = session.claim("jobs", 10);
 			session.deadLetter(List.of(ConsumerSession.DeadLetter.of(claim.messages().get(0), "no")));
 		}
 		long third = this.template.send("jobs", "c", key("k"));
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = this.template.context().openSession()) {
 			ConsumerSession.Claim claim = session.claim("jobs", 10);
 			session.deadLetter(List.of(ConsumerSession.DeadLetter.of(claim.messages().get(0), "no")));
 		}
@@ -131,7 +133,7 @@ class DeduplicationIntegrationTests {
 
 	@Test
 	void aPublishWithAKeyReachesOnlyTheBoundQueuesWithoutIt() {
-		this.template.declare(new ExchangeDefinition("events", ExchangeDefinition.Type.FANOUT,
+		this.admin.declare(new ExchangeDefinition("events", ExchangeDefinition.Type.FANOUT,
 				List.of(new ExchangeDefinition.Binding("audit", ""), new ExchangeDefinition.Binding("mail", ""))));
 		this.template.send("audit", "earlier", key("e-1"));
 		assertThat(this.template.publish("events", "", "e", key("e-1"))).as("only mail").isEqualTo(1);

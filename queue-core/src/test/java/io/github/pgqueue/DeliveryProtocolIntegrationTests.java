@@ -45,6 +45,8 @@ class DeliveryProtocolIntegrationTests {
 
 	private final QueueTemplate template = QueueTemplate.builder(this.dataSource).build();
 
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
+
 	@Test
 	void eightConsumersDrainTwentyThousandMessagesDeliveringEachExactlyOnce() throws Exception {
 		List<Long> sent = sendMany("drain", 20_000);
@@ -94,7 +96,7 @@ class DeliveryProtocolIntegrationTests {
 		java.util.concurrent.atomic.AtomicBoolean redriving = new java.util.concurrent.atomic.AtomicBoolean(true);
 		Thread redriver = new Thread(() -> {
 			while (count("SELECT count(*) FROM pgqueue.message WHERE queue = 'r.dlq'") > 0) {
-				this.template.redrive("r", 25);
+				this.admin.redrive("r", 25);
 			}
 			redriving.set(false);
 		});
@@ -122,7 +124,7 @@ class DeliveryProtocolIntegrationTests {
 	@Test
 	void claimingOneOfTenThousandLocksExactlyOne() {
 		sendMany("big", 10_000);
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = this.template.context().openSession()) {
 			List<ClaimedMessage> claimed = session.claim("big", 1).messages();
 			assertThat(claimed).hasSize(1);
 			assertThat(this.jdbc.queryForObject(
@@ -137,18 +139,18 @@ class DeliveryProtocolIntegrationTests {
 	void lockKeysUseTheNamespaceStoredInTheSchemaWithTheFoldedId() {
 		long id = this.template.send("keys", "x");
 		long oid = this.jdbc.queryForObject("SELECT 'pgqueue.message'::regclass::oid::bigint", Long.class);
-		assertThat(this.template.lockNamespace()).as("by default the message table's oid, stored at migration")
+		assertThat(this.template.context().lockNamespace()).as("by default the message table's oid, stored at migration")
 			.isEqualTo((int) oid);
 		assertThat(this.jdbc.queryForObject("SELECT lock_namespace FROM pgqueue.setting", Integer.class))
 			.isEqualTo((int) oid);
-		QueueTemplate disagreeing = QueueTemplate.builder(this.dataSource).lockNamespace(4242).build();
-		assertThatThrownBy(disagreeing::lockNamespace).isInstanceOf(IllegalStateException.class)
+		QueueTemplate disagreeing = new QueueTemplate(QueueContext.builder(this.dataSource).lockNamespace(4242).build());
+		assertThatThrownBy(disagreeing.context()::lockNamespace).isInstanceOf(IllegalStateException.class)
 			.hasMessageContaining("4242").hasMessageContaining(String.valueOf(oid));
 
 		EmbeddedPostgres.get().migrate("pgqueue_ns", 4242);
-		QueueTemplate custom = QueueTemplate.builder(this.dataSource).schema("pgqueue_ns").build();
+		QueueTemplate custom = new QueueTemplate(QueueContext.builder(this.dataSource).schema("pgqueue_ns").build());
 		long other = custom.send("keys", "y");
-		try (ConsumerSession session = custom.openSession()) {
+		try (ConsumerSession session = custom.context().openSession()) {
 			assertThat(session.claim("keys", 1).messages()).hasSize(1);
 			assertThat(this.jdbc.queryForList("SELECT classid::bigint || '/' || objid::bigint FROM pg_locks "
 					+ "WHERE locktype = 'advisory' AND objsubid = 2", String.class)).containsExactly("4242/" + other);
@@ -163,7 +165,7 @@ class DeliveryProtocolIntegrationTests {
 		for (int priority = 5; priority >= 0; priority--) {
 			this.template.sendBatch("prio", List.of("a", "b", "c"), SendOptions.builder().priority(priority).build());
 		}
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = this.template.context().openSession()) {
 			List<ClaimedMessage> claimed = session.claim("prio", 4).messages();
 			assertThat(claimed).extracting(ClaimedMessage::priority).containsExactly(0, 0, 0, 1);
 			assertThat(this.jdbc.queryForObject(
@@ -197,12 +199,12 @@ class DeliveryProtocolIntegrationTests {
 	void aBatchOfATerminatedSessionIsRedeliveredInTurnAndTheSessionRefusesToAck() {
 		List<Long> sent = sendMany("batch", 5);
 		this.template.send("batch", "not held");
-		ConsumerSession dying = this.template.openSession();
+		ConsumerSession dying = this.template.context().openSession();
 		List<ClaimedMessage> first = dying.claim("batch", 5).messages();
 		assertThat(first).hasSize(5);
 		terminateSessionsHoldingLocks();
 		List<Long> redelivered = new ArrayList<>();
-		try (ConsumerSession other = this.template.openSession()) {
+		try (ConsumerSession other = this.template.context().openSession()) {
 			ConsumerSession.Claim orphans = other.claim("batch", 10);
 			assertThat(orphans.inTurn()).as("messages whose consumer died are handed out in turn").isTrue();
 			assertThat(orphans.messages()).as("without the message nobody held").hasSize(5)
@@ -226,7 +228,7 @@ class DeliveryProtocolIntegrationTests {
 		List<Long> sent = sendMany("quiet", 10);
 		String versions = "SELECT string_agg(ctid::text || xmin::text, ',' ORDER BY id) FROM pgqueue.message WHERE queue = 'quiet'";
 		String before = this.jdbc.queryForObject(versions, String.class);
-		ConsumerSession dying = this.template.openSession();
+		ConsumerSession dying = this.template.context().openSession();
 		List<ClaimedMessage> batch = dying.claim("quiet", 4).messages();
 		assertThat(batch).extracting(ClaimedMessage::attempt).containsOnly(1);
 		assertThat(this.jdbc.queryForObject(versions, String.class)).as("no row version written by the claim")
@@ -236,7 +238,7 @@ class DeliveryProtocolIntegrationTests {
 		assertThat(heldBy(dying)).containsExactlyElementsOf(sent.subList(1, 4));
 
 		terminateSessionsHoldingLocks();
-		try (ConsumerSession other = this.template.openSession()) {
+		try (ConsumerSession other = this.template.context().openSession()) {
 			assertThat(heldBy(dying))
 				.as("the dead session's row stays while its messages are left to be counted")
 				.containsExactlyElementsOf(sent.subList(1, 4));
@@ -262,7 +264,7 @@ class DeliveryProtocolIntegrationTests {
 			other.ack(rest.stream().map(ClaimedMessage::id).toList());
 		}
 		dying.close();
-		try (ConsumerSession next = this.template.openSession()) {
+		try (ConsumerSession next = this.template.context().openSession()) {
 			assertThat(count("SELECT count(*) FROM pgqueue.holding")).as("only the open session's row is left")
 				.isEqualTo(1);
 		}
@@ -288,8 +290,8 @@ class DeliveryProtocolIntegrationTests {
 				DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.handover_commit_gate()""");
 		ExecutorService pool = Executors.newFixedThreadPool(2);
 		try (java.sql.Connection gate = this.dataSource.getConnection();
-				ConsumerSession acking = this.template.openSession();
-				ConsumerSession claiming = this.template.openSession()) {
+				ConsumerSession acking = this.template.context().openSession();
+				ConsumerSession claiming = this.template.context().openSession()) {
 			gate.createStatement().execute("SELECT pg_advisory_lock(4242)");
 			long first = acking.claim("handover", 1).messages().get(0).id();
 			assertThat(first).isEqualTo(sent.get(0));
@@ -328,14 +330,14 @@ class DeliveryProtocolIntegrationTests {
 		List<Long> sent = sendMany("held-at-restart", 40);
 		List<ConsumerSession> holders = new ArrayList<>();
 		for (int i = 0; i < 4; i++) {
-			ConsumerSession holder = this.template.openSession();
+			ConsumerSession holder = this.template.context().openSession();
 			assertThat(holder.claim("held-at-restart", 10).messages()).hasSize(10);
 			holders.add(holder);
 		}
 		EmbeddedPostgres.get().restart();
 		holders.forEach(ConsumerSession::close);
 		List<Long> claimed = new ArrayList<>();
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = this.template.context().openSession()) {
 			for (int i = 0; i < 4; i++) {
 				List<ClaimedMessage> batch = session.claim("held-at-restart", 10).messages();
 				assertThat(batch).as("a full batch: the restart, not the messages, ended those sessions").hasSize(10);
@@ -360,7 +362,7 @@ class DeliveryProtocolIntegrationTests {
 			for (int i = 0; i < 4; i++) {
 				futures.add(pool.submit(() -> {
 					long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-					try (ConsumerSession session = this.template.openSession()) {
+					try (ConsumerSession session = this.template.context().openSession()) {
 						while (acked.get() < sent.size() && System.nanoTime() < deadline) {
 							List<ClaimedMessage> claimed = session.claim("retried", 5).messages();
 							List<Long> done = new ArrayList<>();
@@ -398,12 +400,12 @@ class DeliveryProtocolIntegrationTests {
 
 	@Test
 	void aMessageThatKillsItsConsumerBurnsOnlyItsOwnAttempts() {
-		this.template.declare(QueueDefinition.of("mixed").withMaxAttempts(2));
+		this.admin.declare(QueueDefinition.of("mixed").withMaxAttempts(2));
 		List<Long> sent = sendMany("mixed", 6);
 		long poison = sent.get(2);
 		Map<Long, Integer> acked = new java.util.HashMap<>();
 		for (int round = 0; round < 20 && acked.size() < 5; round++) {
-			ConsumerSession session = this.template.openSession();
+			ConsumerSession session = this.template.context().openSession();
 			ConsumerSession.Claim claim = session.claim("mixed", 10);
 			List<Long> done = new ArrayList<>();
 			boolean died = false;
@@ -428,7 +430,7 @@ class DeliveryProtocolIntegrationTests {
 		}
 		assertThat(acked.keySet()).containsExactlyInAnyOrderElementsOf(sent.stream().filter((id) -> id != poison).toList());
 		assertThat(acked.values()).as("one attempt lost with the first crash at most").allMatch((attempt) -> attempt <= 2);
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = this.template.context().openSession()) {
 			session.claim("mixed", 10); // dead-letters the poison if no claim in the loop did yet
 		}
 		assertThat(this.jdbc.queryForObject("SELECT queue FROM pgqueue.message WHERE id = ?", String.class, poison))
@@ -444,11 +446,11 @@ class DeliveryProtocolIntegrationTests {
 	@Test
 	void aConsumerThatDiesRunningAnOrphanHandedOutInTurnCostsOnlyThatOneAnAttempt() {
 		List<Long> sent = sendMany("in-turn", 10);
-		ConsumerSession first = this.template.openSession();
+		ConsumerSession first = this.template.context().openSession();
 		assertThat(first.claim("in-turn", 10).messages()).hasSize(10);
 		terminateSessionsHoldingLocks();
 		first.close();
-		ConsumerSession second = this.template.openSession();
+		ConsumerSession second = this.template.context().openSession();
 		ConsumerSession.Claim orphans = second.claim("in-turn", 10);
 		assertThat(orphans.inTurn()).isTrue();
 		assertThat(orphans.messages()).extracting(ClaimedMessage::id).containsExactlyElementsOf(sent);
@@ -459,7 +461,7 @@ class DeliveryProtocolIntegrationTests {
 		}
 		terminateSessionsHoldingLocks(); // the handler of the fourth kills its consumer
 		second.close();
-		try (ConsumerSession third = this.template.openSession()) {
+		try (ConsumerSession third = this.template.context().openSession()) {
 			ConsumerSession.Claim killer = third.claim("in-turn", 10);
 			assertThat(killer.messages()).as("the one the second consumer was running, counted again, on its own")
 				.extracting(ClaimedMessage::id, ClaimedMessage::attempt)
@@ -486,7 +488,7 @@ class DeliveryProtocolIntegrationTests {
 		EmbeddedPostgres.get().restart();
 		long started = System.nanoTime();
 		List<Integer> batchSizes = new ArrayList<>();
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = this.template.context().openSession()) {
 			for (List<ClaimedMessage> batch = session.claim("restart", 10).messages(); !batch.isEmpty();
 					batch = session.claim("restart", 10).messages()) {
 				batchSizes.add(batch.size());
@@ -514,7 +516,7 @@ class DeliveryProtocolIntegrationTests {
 		List<Long> sent = sendMany("died", orphans);
 		for (int i = 0; i < orphans / 200; i++) {
 			// Past the orphans of the sessions terminated before: a claim looks at 1 000 held rows at most.
-			ConsumerSession dying = this.template.openSession();
+			ConsumerSession dying = this.template.context().openSession();
 			assertThat(dying.claim("died", 100, false).messages()).hasSize(100);
 			terminateSessionsHoldingLocks();
 			dying.close();
@@ -527,7 +529,7 @@ class DeliveryProtocolIntegrationTests {
 		Map<Long, List<Integer>> delivered = new java.util.LinkedHashMap<>();
 		int claims = 0;
 		long started = System.nanoTime();
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = this.template.context().openSession()) {
 			for (List<ClaimedMessage> batch = session.claim("died", 10).messages(); !batch.isEmpty();
 					batch = session.claim("died", 10).messages()) {
 				claims++;
@@ -551,17 +553,17 @@ class DeliveryProtocolIntegrationTests {
 
 	@Test
 	void aMessageWhoseConsumerDiesEveryTimeIsDeadLetteredAfterMaxAttempts() {
-		this.template.declare(QueueDefinition.of("poison").withMaxAttempts(3));
+		this.admin.declare(QueueDefinition.of("poison").withMaxAttempts(3));
 		long poison = this.template.send("poison", "kills its consumer");
 		for (int attempt = 1; attempt <= 3; attempt++) {
-			ConsumerSession session = this.template.openSession();
+			ConsumerSession session = this.template.context().openSession();
 			List<ClaimedMessage> claimed = session.claim("poison", 1).messages();
 			assertThat(claimed).extracting(ClaimedMessage::attempt).containsExactly(attempt);
 			terminateSessionsHoldingLocks();
 			session.close();
 		}
 		long healthy = this.template.send("poison", "fine");
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = this.template.context().openSession()) {
 			ConsumerSession.Claim claim = session.claim("poison", 10);
 			assertThat(claim.deadLettered()).as("the suspect is claimed alone, and is exhausted").isEqualTo(1);
 			assertThat(claim.messages()).isEmpty();
@@ -587,7 +589,7 @@ class DeliveryProtocolIntegrationTests {
 		sent.addAll(sendMany("fold", 200));
 		assertThat(sent).anyMatch((id) -> id > 4294967296L);
 
-		try (ConsumerSession a = this.template.openSession(); ConsumerSession b = this.template.openSession()) {
+		try (ConsumerSession a = this.template.context().openSession(); ConsumerSession b = this.template.context().openSession()) {
 			List<ClaimedMessage> byA = a.claim("fold", 1).messages();
 			assertThat(byA).extracting(ClaimedMessage::id).containsExactly(7L);
 			List<ClaimedMessage> byB = b.claim("fold", 1).messages();
@@ -602,7 +604,7 @@ class DeliveryProtocolIntegrationTests {
 	@Test
 	void aRowDeletedUnderTheLockIsUnlockedByTheAck() {
 		List<Long> sent = sendMany("vanish", 3);
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = this.template.context().openSession()) {
 			assertThat(session.claim("vanish", 3).messages()).hasSize(3);
 			this.jdbc.update("DELETE FROM pgqueue.message WHERE id = ?", sent.get(1));
 			session.ack(sent);
@@ -614,7 +616,7 @@ class DeliveryProtocolIntegrationTests {
 	@Test
 	void claimingWhileHoldingMessagesIsRefused() {
 		sendMany("reentrant", 2);
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = this.template.context().openSession()) {
 			session.claim("reentrant", 1);
 			assertThatThrownBy(() -> session.claim("reentrant", 1)).isInstanceOf(IllegalStateException.class)
 				.hasMessageContaining("still holds");
@@ -626,7 +628,7 @@ class DeliveryProtocolIntegrationTests {
 	void aClaimGoingOnFromItsLastFullBatchStillTakesALowerPriorityFirst() {
 		this.template.sendBatch("cursor-prio", IntStream.range(0, 30).boxed().toList(),
 				SendOptions.builder().priority(5).build());
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = this.template.context().openSession()) {
 			List<ClaimedMessage> first = session.claim("cursor-prio", 10).messages(); // full: a cursor
 			session.ack(first.stream().map(ClaimedMessage::id).toList());
 			long urgent = this.template.send("cursor-prio", "urgent", SendOptions.builder().priority(0).build());
@@ -643,7 +645,7 @@ class DeliveryProtocolIntegrationTests {
 		// consumers that go on claiming full batches, and only a claim from the head finds them.
 		// Released batches are often claimed again together, and released again: enough attempts that
 		// none is dead-lettered on the way.
-		this.template.declare(QueueDefinition.of("cursor-release").withMaxAttempts(1_000));
+		this.admin.declare(QueueDefinition.of("cursor-release").withMaxAttempts(1_000));
 		List<Long> sent = sendMany("cursor-release", 6_000);
 		Map<Long, AtomicInteger> acked = new ConcurrentHashMap<>();
 		Map<Long, Long> holders = new ConcurrentHashMap<>();
@@ -656,7 +658,7 @@ class DeliveryProtocolIntegrationTests {
 				futures.add(pool.submit(() -> {
 					long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
 					int claims = 0;
-					try (ConsumerSession session = this.template.openSession()) {
+					try (ConsumerSession session = this.template.context().openSession()) {
 						while (acked.size() < sent.size() && System.nanoTime() < deadline) {
 							List<Long> ids = session.claim("cursor-release", 20).messages().stream()
 								.map(ClaimedMessage::id).toList();
@@ -717,7 +719,7 @@ class DeliveryProtocolIntegrationTests {
 				futures.add(pool.submit(() -> {
 					start.await();
 					long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-					try (ConsumerSession session = this.template.openSession()) {
+					try (ConsumerSession session = this.template.context().openSession()) {
 						while (!done.getAsBoolean() && System.nanoTime() < deadline) {
 							List<ClaimedMessage> claimed = session.claim(queue, batch).messages();
 							if (claimed.isEmpty()) {

@@ -29,6 +29,8 @@ class ExchangeIntegrationTests {
 
 	private final QueueTemplate template = QueueTemplate.builder(this.dataSource).build();
 
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
+
 	@BeforeEach
 	void clearExchanges() {
 		this.jdbc.execute("DELETE FROM pgqueue.exchange");
@@ -36,7 +38,7 @@ class ExchangeIntegrationTests {
 
 	@Test
 	void fanoutSendsToEveryBoundQueue() {
-		this.template.declare(new ExchangeDefinition("orders", Type.FANOUT,
+		this.admin.declare(new ExchangeDefinition("orders", Type.FANOUT,
 				List.of(new Binding("billing", null), new Binding("emails", "ignored"))));
 		assertThat(this.template.publish("orders", "anything", "o-1")).isEqualTo(2);
 		assertThat(queuesOf("o-1")).containsExactlyInAnyOrder("billing", "emails");
@@ -44,7 +46,7 @@ class ExchangeIntegrationTests {
 
 	@Test
 	void directMatchesTheWholeKeyLiterally() {
-		this.template.declare(new ExchangeDefinition("events", Type.DIRECT,
+		this.admin.declare(new ExchangeDefinition("events", Type.DIRECT,
 				List.of(new Binding("created", "order.created"), new Binding("any-dot", "order.*"))));
 		assertThat(this.template.publish("events", "order.created", "e-1")).isEqualTo(1);
 		assertThat(this.template.publish("events", "orderXcreated", "e-2")).isZero();
@@ -54,7 +56,7 @@ class ExchangeIntegrationTests {
 
 	@Test
 	void topicMatchesStarAsOneWordAndHashAsAnyNumberOfWords() {
-		this.template.declare(new ExchangeDefinition("topics", Type.TOPIC,
+		this.admin.declare(new ExchangeDefinition("topics", Type.TOPIC,
 				List.of(new Binding("star", "order.*"), new Binding("hash", "order.#"), new Binding("all", "#"),
 						new Binding("created", "#.created"), new Binding("exact", "order.eu.created"))));
 		this.template.publish("topics", "order.created", "a");
@@ -81,7 +83,7 @@ class ExchangeIntegrationTests {
 		for (int i = 0; i < patterns.size(); i++) {
 			bindings.add(new Binding("p" + i, patterns.get(i)));
 		}
-		this.template.declare(new ExchangeDefinition("amqp", Type.TOPIC, bindings));
+		this.admin.declare(new ExchangeDefinition("amqp", Type.TOPIC, bindings));
 		List<String> mismatches = new ArrayList<>();
 		for (String key : keys) {
 			this.jdbc.update("DELETE FROM pgqueue.message");
@@ -111,7 +113,7 @@ class ExchangeIntegrationTests {
 		for (int i = 0; i < keys.size(); i++) {
 			bindings.add(new Binding("d" + i, keys.get(i)));
 		}
-		this.template.declare(new ExchangeDefinition("exact", Type.DIRECT, bindings));
+		this.admin.declare(new ExchangeDefinition("exact", Type.DIRECT, bindings));
 		for (int i = 0; i < keys.size(); i++) {
 			this.jdbc.update("DELETE FROM pgqueue.message");
 			assertThat(this.template.publish("exact", keys.get(i), "m")).as("key '%s'", keys.get(i)).isEqualTo(1);
@@ -139,7 +141,7 @@ class ExchangeIntegrationTests {
 
 	@Test
 	void publishedMessagesCarryTheExchangeAndKeyAndAreReceivedLikeAnyOther() {
-		this.template.declare(new ExchangeDefinition("orders", Type.TOPIC, List.of(new Binding("billing", "order.*"))));
+		this.admin.declare(new ExchangeDefinition("orders", Type.TOPIC, List.of(new Binding("billing", "order.*"))));
 		this.template.publish("orders", "order.created", "o-1", SendOptions.builder().header("tenant", "acme").build());
 		try (Lease<String> lease = this.template.receive("billing", String.class).orElseThrow()) {
 			assertThat(lease.message().headers()).containsEntry("pgqueue-exchange", "orders")
@@ -151,16 +153,16 @@ class ExchangeIntegrationTests {
 
 	@Test
 	void redeclaringReplacesTheBindings() {
-		this.template.declare(new ExchangeDefinition("orders", Type.FANOUT,
+		this.admin.declare(new ExchangeDefinition("orders", Type.FANOUT,
 				List.of(new Binding("billing", ""), new Binding("emails", ""))));
-		this.template.declare(new ExchangeDefinition("orders", Type.FANOUT, List.of(new Binding("audit", ""))));
+		this.admin.declare(new ExchangeDefinition("orders", Type.FANOUT, List.of(new Binding("audit", ""))));
 		assertThat(this.template.publish("orders", "", "x")).isEqualTo(1);
 		assertThat(queuesOf("x")).containsExactly("audit");
 	}
 
 	@Test
 	void publishInARolledBackTransactionSendsNothing() {
-		this.template.declare(new ExchangeDefinition("orders", Type.FANOUT, List.of(new Binding("billing", ""))));
+		this.admin.declare(new ExchangeDefinition("orders", Type.FANOUT, List.of(new Binding("billing", ""))));
 		new TransactionTemplate(new DataSourceTransactionManager(this.dataSource)).executeWithoutResult((status) -> {
 			assertThat(this.template.publish("orders", "", "rolled back")).isEqualTo(1);
 			status.setRollbackOnly();
@@ -171,9 +173,9 @@ class ExchangeIntegrationTests {
 	@Test
 	void anUnroutablePublishIsDroppedOrFailsAsTheExchangeSaysAndIsCounted() {
 		io.micrometer.core.instrument.simple.SimpleMeterRegistry meters = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
-		QueueTemplate metered = QueueTemplate.builder(this.dataSource).meterRegistry(meters).build();
-		metered.declare(new ExchangeDefinition("lenient", Type.DIRECT, List.of(new Binding("billing", "paid"))));
-		metered.declare(new ExchangeDefinition("strict", Type.DIRECT, List.of(new Binding("billing", "paid")),
+		QueueTemplate metered = new QueueTemplate(QueueContext.builder(this.dataSource).meterRegistry(meters).build());
+		new QueueAdmin(metered.context()).declare(new ExchangeDefinition("lenient", Type.DIRECT, List.of(new Binding("billing", "paid"))));
+		new QueueAdmin(metered.context()).declare(new ExchangeDefinition("strict", Type.DIRECT, List.of(new Binding("billing", "paid")),
 				ExchangeDefinition.Unroutable.FAIL));
 		assertThat(metered.publish("lenient", "refunded", "x")).isZero();
 		org.assertj.core.api.Assertions.assertThatExceptionOfType(UnroutableMessageException.class)
@@ -185,7 +187,7 @@ class ExchangeIntegrationTests {
 		assertThat(meters.get("pgqueue.messages.unroutable").tag("exchange", "strict").counter().count()).isEqualTo(1);
 		assertThat(queuesOf("x")).isEmpty();
 
-		metered.declare(new ExchangeDefinition("strict", Type.DIRECT, List.of(new Binding("billing", "paid"))));
+		new QueueAdmin(metered.context()).declare(new ExchangeDefinition("strict", Type.DIRECT, List.of(new Binding("billing", "paid"))));
 		assertThat(metered.publish("strict", "refunded", "z")).as("redeclared: drop again").isZero();
 	}
 

@@ -65,7 +65,7 @@ class FailedStatementIntegrationTests {
 	@Test
 	void claimCancelledWithPgCancelBackendLeavesNoAdvisoryLock() throws Exception {
 		this.template.sendBatch("cancelled", List.of(1, 2, 3));
-		try (Connection blocker = rowLocker("cancelled"); ConsumerSession session = this.template.openSession()) {
+		try (Connection blocker = rowLocker("cancelled"); ConsumerSession session = this.template.context().openSession()) {
 			CompletableFuture<ConsumerSession.Claim> claim = CompletableFuture
 				.supplyAsync(() -> session.claim("cancelled", 3));
 			await().atMost(java.time.Duration.ofSeconds(5))
@@ -89,7 +89,7 @@ class FailedStatementIntegrationTests {
 		List<Long> ids = this.template.sendBatch("partial", List.of(1, 2));
 		try (HikariDataSource impatient = singleConnectionPool("SET statement_timeout = '300ms'")) {
 			QueueTemplate consumer = QueueTemplate.builder(impatient).build();
-			ConsumerSession first = consumer.openSession();
+			ConsumerSession first = consumer.context().openSession();
 			assertThat(first.claim("partial", 2).messages()).hasSize(2);
 			Connection blocker = this.dataSource.getConnection();
 			blocker.setAutoCommit(false);
@@ -100,7 +100,7 @@ class FailedStatementIntegrationTests {
 			assertThatThrownBy(() -> first.ack(ids)).isInstanceOf(QueueException.class);
 			blocker.rollback();
 			blocker.close();
-			try (ConsumerSession second = this.template.openSession()) {
+			try (ConsumerSession second = this.template.context().openSession()) {
 				ConsumerSession.Claim claim = second.claim("partial", 2);
 				List<ClaimedMessage> retaken = claim.messages();
 				first.close();
@@ -139,7 +139,7 @@ class FailedStatementIntegrationTests {
 	@EnumSource(Completion.class)
 	void cancelInTheGapBetweenACompletionsUnlockAndItsCommitLeaksNoLock(Completion completion) throws Exception {
 		long id = this.template.send("race", 1);
-		int namespace = this.template.lockNamespace();
+		int namespace = this.template.context().lockNamespace();
 		try (Connection consumer = this.dataSource.getConnection()) {
 			consumer.setAutoCommit(false);
 			try (var lock = consumer.prepareStatement("SELECT pg_try_advisory_lock(?, ?::bigint::bit(32)::int4)")) {
@@ -174,7 +174,7 @@ class FailedStatementIntegrationTests {
 	@Test
 	void ackDeletesNothingThatWasMovedToAnotherQueueWhileHeld() {
 		long id = this.template.send("moved", 1);
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = this.template.context().openSession()) {
 			assertThat(session.claim("moved", 1).messages()).hasSize(1);
 			this.jdbc.update("UPDATE pgqueue.message SET queue = 'moved-elsewhere' WHERE id = ?", id);
 			session.ack(List.of(id));
@@ -200,7 +200,7 @@ class FailedStatementIntegrationTests {
 			QueueTemplate consumer = QueueTemplate.builder(storm).build();
 			// The template reads the lock namespace once, on first use: not under the storm, which
 			// would cancel that read and fail the worker before it claimed anything.
-			consumer.lockNamespace();
+			consumer.context().lockNamespace();
 			Thread canceller = new Thread(() -> {
 				while (!done.get()) {
 					cancels.addAndGet(this.jdbc.queryForObject("SELECT count(*) FILTER (WHERE pg_cancel_backend(pid)) "
@@ -217,7 +217,7 @@ class FailedStatementIntegrationTests {
 			for (int w = 0; w < 4; w++) {
 				workers.add(pool.submit(() -> {
 					while (work.getAsBoolean()) {
-						try (ConsumerSession session = consumer.openSession()) {
+						try (ConsumerSession session = consumer.context().openSession()) {
 							while (work.getAsBoolean()) {
 								List<Long> ids = session.claim("storm", 10).messages().stream().map(ClaimedMessage::id)
 									.toList();

@@ -12,8 +12,8 @@ import java.util.function.BiFunction;
 import javax.sql.DataSource;
 
 import io.github.pgqueue.internal.ClaimedMessage;
-import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ConsumerSession.Claim;
+import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.PostgresExtension;
 import io.github.pgqueue.testing.TransactionalClaims;
@@ -113,7 +113,7 @@ class LostAttemptIntegrationTests {
 				.containsExactly(new Object[] { id, true });
 			late.rollback();
 		}
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = this.template.context().openSession()) {
 			assertThat(session.claim("late", 10).messages()).extracting(ClaimedMessage::id, ClaimedMessage::attempt)
 				.containsExactly(org.assertj.core.groups.Tuple.tuple(id, 2));
 			session.ack(List.of(id));
@@ -124,7 +124,7 @@ class LostAttemptIntegrationTests {
 	private void assertLateSessionClaimCountsTheLostAttempt(BiFunction<ConsumerSession, Long, Claim> lateClaim)
 			throws Exception {
 		long id = this.template.send("late", "m");
-		try (ConsumerSession late = QueueTemplate.builder(latecomer()).build().openSession()) {
+		try (ConsumerSession late = QueueContext.of(latecomer()).openSession()) {
 			Claim taken = afterAHolderClaimedAndDied(late.backendPid(), () -> lateClaim.apply(late, id));
 			assertThat(taken.messages()).as("the message of the holder that died, at its next attempt")
 				.extracting(ClaimedMessage::id, ClaimedMessage::attempt)
@@ -154,7 +154,7 @@ class LostAttemptIntegrationTests {
 				assertThat(claim).as("the late claim waits at the gate, after its snapshot").isNotDone();
 
 				// Between the late claim's snapshot and its walk: a holder claims, hands out and dies.
-				ConsumerSession dying = this.template.openSession();
+				ConsumerSession dying = this.template.context().openSession();
 				List<ClaimedMessage> held = dying.claim("late", 10).messages();
 				assertThat(held).extracting(ClaimedMessage::attempt).containsExactly(1);
 				this.jdbc.queryForObject("SELECT pg_terminate_backend(?)", Boolean.class, dying.backendPid());

@@ -28,7 +28,7 @@ class QueueAccessIntegrationTests {
 
 	private final JdbcTemplate owner = new JdbcTemplate(this.postgres.dataSource());
 
-	private final QueueAdmin admin = new QueueAdmin(QueueTemplate.builder(this.postgres.dataSource()).build());
+	private final QueueAdmin admin = new QueueAdmin(QueueContext.of(this.postgres.dataSource()));
 
 	@BeforeEach
 	void roles() {

@@ -7,6 +7,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.github.pgqueue.listener.ContainerProperties;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
@@ -32,11 +33,11 @@ class QueueAdminIntegrationTests {
 
 	private final QueueTemplate template = QueueTemplate.builder(this.postgres.dataSource()).build();
 
-	private final QueueAdmin admin = new QueueAdmin(this.template);
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
 
 	private final HikariDataSource consumerPool = this.postgres.pool("admin-consumers", 8);
 
-	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
 			this.consumerPool, Duration.ofSeconds(5));
 
 	@AfterEach
@@ -67,9 +68,15 @@ class QueueAdminIntegrationTests {
 		this.admin.create(QueueDefinition.of("mail"));
 		AtomicInteger handled = new AtomicInteger();
 		// a minute between polls: only the notification of the resume brings the listener back on time
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("mail", List.of("mail"), 2, AckMode.AUTO,
-				true, Integer.class, (message, ack) -> handled.incrementAndGet(), new DefaultQueueErrorHandler(), 10,
-				Duration.ofSeconds(60)));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("mail")
+				.listener(Integer.class, (message, ack) -> handled.incrementAndGet())
+				.containerProperties(ContainerProperties.builder(List.of("mail"))
+					.concurrency(2)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofSeconds(60))
+					.build())
+				.build());
 		this.registry.start();
 		this.template.sendBatch("mail", List.of(1, 2));
 		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 2);
@@ -94,9 +101,17 @@ class QueueAdminIntegrationTests {
 		this.admin.create(QueueDefinition.of("ledger"));
 		this.admin.pause("ledger");
 		AtomicInteger handled = new AtomicInteger();
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("ledger", List.of("ledger"), 1, AckMode.AUTO,
-				true, Integer.class, (message, ack) -> handled.incrementAndGet(), new DefaultQueueErrorHandler(), 10,
-				Duration.ofMillis(100), ConsumptionMode.TRANSACTIONAL, Duration.ofSeconds(30)));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("ledger")
+				.listener(Integer.class, (message, ack) -> handled.incrementAndGet())
+				.containerProperties(ContainerProperties.builder(List.of("ledger"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(100))
+					.mode(ConsumptionMode.TRANSACTIONAL)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 		this.template.sendBatch("ledger", List.of(1, 2, 3));
 		Thread.sleep(700);
@@ -125,11 +140,18 @@ class QueueAdminIntegrationTests {
 	void aPurgeWhileListenersConsumeNeitherLosesTrackNorDeliversAMessageTwice() {
 		this.admin.create(QueueDefinition.of("busy"));
 		java.util.Map<Long, AtomicInteger> handled = new java.util.concurrent.ConcurrentHashMap<>();
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("busy", List.of("busy"), 3, AckMode.AUTO,
-				true, Integer.class, (message, ack) -> {
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("busy")
+				.listener(Integer.class, (message, ack) -> {
 					handled.computeIfAbsent(message.id(), (id) -> new AtomicInteger()).incrementAndGet();
 					Thread.sleep(1);
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(100)));
+				})
+				.containerProperties(ContainerProperties.builder(List.of("busy"))
+					.concurrency(3)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(100))
+					.build())
+				.build());
 		this.registry.start();
 		List<Long> ids = this.template.sendBatch("busy", IntStream.range(0, 3000).boxed().toList());
 		await().atMost(Duration.ofSeconds(10)).until(() -> handled.size() > 100);
@@ -158,7 +180,7 @@ class QueueAdminIntegrationTests {
 			.withMessage("Queue 'old' does not exist");
 
 		this.admin.create(QueueDefinition.of("bound"));
-		this.template.declare(new ExchangeDefinition("events", ExchangeDefinition.Type.FANOUT,
+		this.admin.declare(new ExchangeDefinition("events", ExchangeDefinition.Type.FANOUT,
 				List.of(new ExchangeDefinition.Binding("bound", ""))));
 		assertThatIllegalStateException().isThrownBy(() -> this.admin.drop("bound", true))
 			.withMessageContaining("bound to exchange(s) [events]");

@@ -36,14 +36,16 @@ class QueueTemplateIntegrationTests {
 
 	private final QueueTemplate template = QueueTemplate.builder(this.dataSource).build();
 
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
+
 	record Email(String to, String subject) {
 	}
 
 	@Test
 	void publishCountsEachRoutedCopyAsSentToItsQueue() {
 		io.micrometer.core.instrument.simple.SimpleMeterRegistry meters = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
-		QueueTemplate metered = QueueTemplate.builder(this.dataSource).meterRegistry(meters).build();
-		metered.declare(new ExchangeDefinition("counted", ExchangeDefinition.Type.FANOUT,
+		QueueTemplate metered = new QueueTemplate(QueueContext.builder(this.dataSource).meterRegistry(meters).build());
+		new QueueAdmin(metered.context()).declare(new ExchangeDefinition("counted", ExchangeDefinition.Type.FANOUT,
 				List.of(new ExchangeDefinition.Binding("billing", ""), new ExchangeDefinition.Binding("shipping", ""))));
 		assertThat(metered.publish("counted", "any", "o-1")).isEqualTo(2);
 		assertThat(metered.publish("counted", "any", "o-2")).isEqualTo(2);
@@ -203,7 +205,7 @@ class QueueTemplateIntegrationTests {
 
 	@Test
 	void rejectMovesTheMessageToTheDeadLetterQueueWithTheReason() {
-		this.template.declare(QueueDefinition.of("payments").withDeadLetterQueue("payments-failed"));
+		this.admin.declare(QueueDefinition.of("payments").withDeadLetterQueue("payments-failed"));
 		long id = this.template.send("payments", "x");
 		try (Lease<String> lease = this.template.receive("payments", String.class).orElseThrow()) {
 			lease.reject("card declined");
@@ -216,7 +218,7 @@ class QueueTemplateIntegrationTests {
 				.isEqualTo("Rejected: card declined");
 			dead.close();
 		}
-		assertThat(this.template.redrive("payments", 10)).isEqualTo(1);
+		assertThat(this.admin.redrive("payments", 10)).isEqualTo(1);
 		try (Lease<String> back = this.template.receive("payments", String.class).orElseThrow()) {
 			assertThat(back.message().attempt()).isEqualTo(1);
 			back.ack();
@@ -309,7 +311,7 @@ class QueueTemplateIntegrationTests {
 
 	@Test
 	void payloadAboveTheLimitIsRejectedAtSendAndNothingIsWritten() {
-		QueueTemplate small = QueueTemplate.builder(this.dataSource).maxPayloadBytes(100).build();
+		QueueTemplate small = new QueueTemplate(QueueContext.builder(this.dataSource).maxPayloadBytes(100).build());
 		assertThatIllegalArgumentException().isThrownBy(() -> small.send("big", "x".repeat(200)))
 			.withMessageContaining("Payload for queue 'big' is 202 bytes of JSON, above the limit of 100 bytes");
 		assertThatIllegalArgumentException().isThrownBy(() -> small.sendBatch("big", List.of("ok", "é".repeat(60))));
@@ -321,7 +323,7 @@ class QueueTemplateIntegrationTests {
 	void payloadAboveTheLimitIsDeadLetteredAtConsumeWithoutBeingRead() {
 		this.template.send("big", "x".repeat(500));
 		long small = this.template.send("big", "ok");
-		QueueTemplate strict = QueueTemplate.builder(this.dataSource).maxPayloadBytes(100).build();
+		QueueTemplate strict = new QueueTemplate(QueueContext.builder(this.dataSource).maxPayloadBytes(100).build());
 		try (Lease<String> lease = strict.receive("big", String.class).orElseThrow()) {
 			assertThat(lease.message().id()).isEqualTo(small);
 			lease.ack();

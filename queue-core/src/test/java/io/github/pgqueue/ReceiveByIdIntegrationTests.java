@@ -104,7 +104,7 @@ class ReceiveByIdIntegrationTests {
 
 	@Test
 	void aPausedQueueGivesNoMessageByIdUntilResumed() {
-		QueueAdmin admin = new QueueAdmin(this.template);
+		QueueAdmin admin = new QueueAdmin(this.template.context());
 		admin.create(QueueDefinition.of("byid-paused"));
 		long id = this.template.send("byid-paused", 1);
 		admin.pause("byid-paused");

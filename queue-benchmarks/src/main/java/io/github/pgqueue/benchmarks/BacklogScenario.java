@@ -14,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import io.github.pgqueue.internal.NamedStatement;
 import io.github.pgqueue.internal.QueueSql;
 
 /**
@@ -150,14 +151,15 @@ final class BacklogScenario {
 		try (Connection connection = context.database().adminPool().getConnection()) {
 			int namespace;
 			try (Statement statement = connection.createStatement();
-					ResultSet rs = statement.executeQuery(sql.namespace())) {
+					ResultSet rs = statement.executeQuery(sql.namespace.sql())) {
 				rs.next();
 				namespace = rs.getInt(1);
 			}
 			// EXPLAIN ANALYZE runs the claim: its attempt counts are rolled back, its session locks released.
 			connection.setAutoCommit(false);
-			try (PreparedStatement ps = connection.prepareStatement("EXPLAIN (ANALYZE, BUFFERS) " + sql.claim(BATCH))) {
-				RawSameGuaranteeSystem.bindClaim(ps, namespace);
+			NamedStatement<QueueSql.SessionClaim> claim = sql.claimWalk.variant(BATCH, false);
+			try (PreparedStatement ps = connection.prepareStatement("EXPLAIN (ANALYZE, BUFFERS) " + claim.sql())) {
+				claim.bind(ps, RawSameGuaranteeSystem.claimParameters(MessageTableSystem.QUEUE, namespace, 0, true, null));
 				try (ResultSet rs = ps.executeQuery()) {
 					while (rs.next()) {
 						plan.append(rs.getString(1)).append('\n');

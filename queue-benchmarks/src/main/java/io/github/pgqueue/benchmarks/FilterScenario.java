@@ -17,7 +17,9 @@ import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.internal.HeaderFilter;
+import io.github.pgqueue.internal.NamedStatement;
 import io.github.pgqueue.internal.QueueSql;
+import io.github.pgqueue.listener.ContainerProperties;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
@@ -160,12 +162,19 @@ final class FilterScenario {
 
 	private void drain(String scenario, String system, ConsumptionMode mode, String filter) {
 		LongAdder handled = new LongAdder();
-		QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+		QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
 				this.context.database().consumerPool(), Duration.ofSeconds(10));
-		registry.registerListenerEndpoint(new QueueListenerEndpoint("filter-bench", List.of(QUEUE), CONCURRENCY,
-				AckMode.AUTO, true, Tick.class, (message, ack) -> handled.increment(), new DefaultQueueErrorHandler(),
-				BATCH, PgQueueSystem.POLL_INTERVAL, mode, QueueListenerEndpoint.DEFAULT_TRANSACTION_TIMEOUT)
-			.withFilter(filter));
+		registry.registerListenerEndpoint(QueueListenerEndpoint.builder("filter-bench")
+				.listener(Tick.class, (message, ack) -> handled.increment())
+				.containerProperties(ContainerProperties.builder(List.of(QUEUE))
+					.concurrency(CONCURRENCY)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(BATCH)
+					.pollInterval(PgQueueSystem.POLL_INTERVAL)
+					.mode(mode)
+					.filter(filter)
+					.build())
+				.build());
 		long started = System.nanoTime();
 		long deadline = started + CAP.toNanos();
 		long finished;
@@ -197,7 +206,7 @@ final class FilterScenario {
 		try (Connection connection = this.context.database().adminPool().getConnection()) {
 			int namespace;
 			try (Statement statement = connection.createStatement();
-					ResultSet rs = statement.executeQuery(sql.namespace())) {
+					ResultSet rs = statement.executeQuery(sql.namespace.sql())) {
 				rs.next();
 				namespace = rs.getInt(1);
 			}
@@ -208,22 +217,11 @@ final class FilterScenario {
 					statement.execute("SET LOCAL plan_cache_mode = " + planMode);
 				}
 				plan.append("-- ").append(planMode).append('\n');
-				try (PreparedStatement ps = connection
-					.prepareStatement("EXPLAIN (ANALYZE, BUFFERS) " + sql.claim(BATCH, true))) {
-					ps.setString(1, QUEUE);
-					ps.setString(2, QUEUE);
-					ps.setString(3, QUEUE);
-					ps.setString(4, QUEUE);
-					ps.setBoolean(5, true);
-					ps.setArray(6, connection.createArrayOf("text", HeaderFilter.parse(FILTER).documents()));
-					ps.setInt(7, namespace);
-					ps.setString(8, QUEUE);
-					ps.setString(9, QUEUE);
-					ps.setString(10, QUEUE);
-					ps.setLong(11, 0); // no session: nothing listed as held
-					ps.setInt(12, namespace);
-					ps.setInt(13, 1 << 20);
-					ps.setString(14, QUEUE);
+				NamedStatement<QueueSql.SessionClaim> claim = sql.claimWalk.variant(BATCH, true);
+				try (PreparedStatement ps = connection.prepareStatement("EXPLAIN (ANALYZE, BUFFERS) " + claim.sql())) {
+					// no session (0): nothing listed as held
+					claim.bind(ps, new QueueSql.SessionClaim(QUEUE, true, HeaderFilter.parse(FILTER).documents(), namespace,
+							0, 1 << 20, null, null, null));
 					try (ResultSet rs = ps.executeQuery()) {
 						while (rs.next()) {
 							plan.append(rs.getString(1)).append('\n');

@@ -11,6 +11,7 @@ import java.util.concurrent.atomic.LongAdder;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.listener.ContainerProperties;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
@@ -32,7 +33,7 @@ public final class MemoryProbe {
 		long expected = (args.length > 2) ? Long.parseLong(args[2]) : 0;
 		try (HikariDataSource app = pool(url, "probe-app", 2); HikariDataSource consumers = pool(url, "probe-listeners", 12)) {
 			QueueTemplate template = QueueTemplate.builder(app).build();
-			QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(template, consumers,
+			QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(template.context(), consumers,
 					Duration.ofSeconds(10));
 			LongAdder handled = new LongAdder();
 			if (mode.equals("idle")) {
@@ -64,9 +65,15 @@ public final class MemoryProbe {
 	}
 
 	private static QueueListenerEndpoint endpoint(String queue, int concurrency, int batchSize, LongAdder handled) {
-		return new QueueListenerEndpoint(queue, List.of(queue), concurrency, AckMode.AUTO, true, Tick.class,
-				(message, ack) -> handled.increment(), new DefaultQueueErrorHandler(), batchSize,
-				PgQueueSystem.POLL_INTERVAL);
+		return QueueListenerEndpoint.builder(queue)
+				.listener(Tick.class, (message, ack) -> handled.increment())
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(concurrency)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(batchSize)
+					.pollInterval(PgQueueSystem.POLL_INTERVAL)
+					.build())
+				.build();
 	}
 
 	private static HikariDataSource pool(String url, String name, int size) {

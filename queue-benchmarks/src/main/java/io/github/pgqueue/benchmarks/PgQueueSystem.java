@@ -9,6 +9,7 @@ import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.SendOptions;
+import io.github.pgqueue.listener.ContainerProperties;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
@@ -157,14 +158,21 @@ final class PgQueueSystem extends MessageTableSystem {
 	}
 
 	private QueueListenerEndpointRegistry registry() {
-		return new QueueListenerEndpointRegistry(this.template, this.database.consumerPool(), Duration.ofSeconds(10));
+		return new QueueListenerEndpointRegistry(this.template.context(), this.database.consumerPool(), Duration.ofSeconds(10));
 	}
 
 	private static QueueListenerEndpoint endpoint(String id, String queue, int concurrency, int batchSize,
 			Duration pollInterval, ConsumptionMode mode, MessageHandler handler) {
-		return new QueueListenerEndpoint(id, List.of(queue), concurrency, AckMode.AUTO, true, Tick.class,
-				(message, ack) -> handler.onMessage(((Tick) message.payload()).n()), new DefaultQueueErrorHandler(),
-				batchSize, pollInterval, mode, QueueListenerEndpoint.DEFAULT_TRANSACTION_TIMEOUT);
+		return QueueListenerEndpoint.builder(id)
+				.listener(Tick.class, (message, ack) -> handler.onMessage(((Tick) message.payload()).n()))
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(concurrency)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(batchSize)
+					.pollInterval(pollInterval)
+					.mode(mode)
+					.build())
+				.build();
 	}
 
 }

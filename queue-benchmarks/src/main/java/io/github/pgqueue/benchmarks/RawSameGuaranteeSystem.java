@@ -9,7 +9,8 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.Semaphore;
 
-import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.QueueContext;
+import io.github.pgqueue.internal.NamedStatement;
 import io.github.pgqueue.internal.QueueSql;
 
 /**
@@ -39,7 +40,7 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 
 	RawSameGuaranteeSystem(BenchDatabase database) {
 		super(database);
-		this.namespace = (int) database.queryLong(this.sql.namespace());
+		this.namespace = (int) database.queryLong(this.sql.namespace.sql());
 	}
 
 	@Override
@@ -79,16 +80,8 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 
 	private void send(String queue, long sequence, long delayMillis) {
 		try (Connection connection = this.database.appPool().getConnection();
-				PreparedStatement ps = connection.prepareStatement(this.sql.send())) {
-			// 1 queue, 2 payload, 3 headers, 4 priority, 5 not-before, 6 delay ms, 7 max attempts
-			ps.setString(1, queue);
-			ps.setString(2, Payloads.json(sequence));
-			ps.setString(3, HEADERS);
-			ps.setInt(4, 0);
-			ps.setNull(5, java.sql.Types.TIMESTAMP_WITH_TIMEZONE);
-			ps.setLong(6, delayMillis);
-			ps.setNull(7, java.sql.Types.INTEGER);
-			ps.setNull(8, java.sql.Types.VARCHAR);
+				PreparedStatement ps = this.sql.send.prepare(connection, new QueueSql.Send(queue, Payloads.json(sequence),
+						HEADERS, 0, null, delayMillis, null, null, null))) {
 			try (ResultSet rs = ps.executeQuery()) {
 				rs.next();
 			}
@@ -105,16 +98,8 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 			payloads[i] = Payloads.json(first + i);
 		}
 		try (Connection connection = this.database.appPool().getConnection();
-				PreparedStatement ps = connection.prepareStatement(this.sql.sendBatch())) {
-			// 1 queue, 2 headers, 3 priority, 4 not-before, 5 delay ms, 6 max attempts, 7 payloads
-			ps.setString(1, QUEUE);
-			ps.setString(2, HEADERS);
-			ps.setInt(3, 0);
-			ps.setNull(4, java.sql.Types.TIMESTAMP_WITH_TIMEZONE);
-			ps.setLong(5, 0);
-			ps.setNull(6, java.sql.Types.INTEGER);
-			ps.setNull(7, java.sql.Types.VARCHAR);
-			ps.setArray(8, connection.createArrayOf("text", payloads));
+				PreparedStatement ps = this.sql.sendBatch.prepare(connection,
+						new QueueSql.SendBatch(QUEUE, HEADERS, 0, null, 0, null, null, payloads))) {
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {
 					rs.getLong(1);
@@ -151,25 +136,12 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 	 * 5 may take suspects, 6 namespace, 7–9 queue, 10 session key (0: none, nothing is listed),
 	 * 11 namespace, 12 payload limit in bytes, 13 queue.
 	 */
-	static void bindClaim(PreparedStatement claim, int namespace) throws SQLException {
-		bindClaim(claim, QUEUE, namespace, 0, true);
-	}
-
-	static void bindClaim(PreparedStatement claim, String queue, int namespace, long sessionKey, boolean mayTakeOpen)
-			throws SQLException {
-		claim.setString(1, queue);
-		claim.setString(2, queue);
-		claim.setString(3, queue);
-		claim.setString(4, queue);
-		claim.setBoolean(5, mayTakeOpen);
-		claim.setInt(6, namespace);
-		claim.setString(7, queue);
-		claim.setString(8, queue);
-		claim.setString(9, queue);
-		claim.setLong(10, sessionKey);
-		claim.setInt(11, namespace);
-		claim.setInt(12, QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
-		claim.setString(13, queue);
+	/** The parameters of a session claim of {@code queue}, from the head or after {@code cursor}. */
+	static QueueSql.SessionClaim claimParameters(String queue, int namespace, long sessionKey, boolean mayTakeOpen,
+			long[] cursor) {
+		return new QueueSql.SessionClaim(queue, mayTakeOpen, null, namespace, sessionKey,
+				QueueContext.DEFAULT_MAX_PAYLOAD_BYTES, (cursor != null) ? (int) cursor[0] : null,
+				(cursor != null) ? cursor[1] : null, (cursor != null) ? cursor[2] : null);
 	}
 
 	/**
@@ -193,6 +165,10 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 
 		private final PreparedStatement claimAfter;
 
+		private final NamedStatement<QueueSql.SessionClaim> claimStatement;
+
+		private final NamedStatement<QueueSql.SessionClaim> claimAfterStatement;
+
 		private final PreparedStatement ack;
 
 		private final int batchSize;
@@ -214,42 +190,26 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 			this.connection = connection;
 			this.queue = queue;
 			this.handler = handler;
-			try (PreparedStatement ps = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.openSession());
-					ResultSet rs = ps.executeQuery()) {
+			try (PreparedStatement ps = RawSameGuaranteeSystem.this.sql.openSession.prepare(connection,
+					new QueueSql.None()); ResultSet rs = ps.executeQuery()) {
 				rs.next();
-				this.sessionKey = rs.getLong(1);
-				this.pid = rs.getInt(2);
+				this.sessionKey = rs.getLong("session");
+				this.pid = rs.getInt("pid");
 			}
 			try (java.sql.Statement statement = connection.createStatement()) {
 				statement.execute(QueueSql.INDEX_PLANS);
 			}
 			this.batchSize = batchSize;
-			this.claim = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.claim(batchSize));
-			this.claimAfter = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.claimAfter(batchSize, false));
-			this.ack = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.ack());
+			this.claimStatement = RawSameGuaranteeSystem.this.sql.claimWalk.variant(batchSize, false);
+			this.claimAfterStatement = RawSameGuaranteeSystem.this.sql.claimWalkAfter.variant(batchSize, false);
+			this.claim = connection.prepareStatement(this.claimStatement.sql());
+			this.claimAfter = connection.prepareStatement(this.claimAfterStatement.sql());
+			this.ack = connection.prepareStatement(RawSameGuaranteeSystem.this.sql.ack.sql());
 		}
 
-		/**
-		 * Binds the claim that goes on from the cursor: 1 priority, 2–4 queue, 5 may take suspects,
-		 * 6 visible_at in microseconds, 7 id, then as {@link #bindClaim} from its parameter 6 on.
-		 */
 		private void bindClaimAfter(int namespace, boolean mayTakeOpen) throws SQLException {
-			PreparedStatement ps = this.claimAfter;
-			ps.setInt(1, (int) this.cursor[0]);
-			ps.setString(2, this.queue);
-			ps.setString(3, this.queue);
-			ps.setString(4, this.queue);
-			ps.setBoolean(5, mayTakeOpen);
-			ps.setLong(6, this.cursor[1]);
-			ps.setLong(7, this.cursor[2]);
-			ps.setInt(8, namespace);
-			ps.setString(9, this.queue);
-			ps.setString(10, this.queue);
-			ps.setString(11, this.queue);
-			ps.setLong(12, this.sessionKey);
-			ps.setInt(13, namespace);
-			ps.setInt(14, QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
-			ps.setString(15, this.queue);
+			this.claimAfterStatement.bind(this.claimAfter,
+					claimParameters(this.queue, namespace, this.sessionKey, mayTakeOpen, this.cursor));
 		}
 
 		@Override
@@ -267,7 +227,8 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 							continue;
 						}
 					}
-					bindClaim(this.claim, this.queue, ns, this.sessionKey, mayTakeOpen);
+					this.claimStatement.bind(this.claim,
+							claimParameters(this.queue, ns, this.sessionKey, mayTakeOpen, null));
 					this.headClaimedAt = System.nanoTime();
 					claim(this.claim, claimed);
 				}
@@ -282,12 +243,8 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 				this.handler.onMessage(Payloads.sequence(payload));
 			}
 			if (!claimed.isEmpty()) {
-				// ack: 1 ids, 2 their queue, 3 pid, 4 namespace, 5 session key
-				this.ack.setArray(1, this.connection.createArrayOf("bigint", claimed.keySet().toArray(new Long[0])));
-				this.ack.setString(2, this.queue);
-				this.ack.setInt(3, this.pid);
-				this.ack.setInt(4, ns);
-				this.ack.setLong(5, this.sessionKey);
+				RawSameGuaranteeSystem.this.sql.ack.bind(this.ack, new QueueSql.Ack(claimed.keySet().toArray(new Long[0]),
+						this.queue, this.pid, ns, this.sessionKey));
 				try (ResultSet rs = this.ack.executeQuery()) {
 					while (rs.next()) {
 						rs.getLong(1);
@@ -309,25 +266,24 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 			long[] last = null;
 			try (ResultSet rs = claim.executeQuery()) {
 				while (rs.next()) {
-					if (rs.getObject(1) == null) {
-						// The row a claim that found nothing adds: column 15, ms until the next delayed message.
-						long millis = rs.getLong(15);
+					String kind = rs.getString("kind");
+					if (kind.equals("next_due")) {
+						long millis = rs.getLong("next_due_ms");
 						this.nextDue = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, millis));
 						continue;
 					}
-					// Columns 16 and 17: the place of every chosen row (null for one left because a
-					// suspect was claimed alone); the cursor goes on after the last.
-					boolean chosen = rs.getObject(16) != null;
-					long[] place = { rs.getInt(16), rs.getLong(17), rs.getLong(1) };
+					// The place of every chosen row (null for one left because suspects were
+					// claimed alone); the cursor goes on after the last.
+					boolean chosen = rs.getObject("place_priority") != null;
+					long[] place = { rs.getInt("place_priority"), rs.getLong("place_visible_at_us"), rs.getLong("id") };
 					if (chosen && (last == null || java.util.Arrays.compare(place, last) > 0)) {
 						last = place;
 					}
-					// Column 5 (priority) is null for a row the re-check found gone; it is already unlocked.
-					if (rs.getObject(5) != null) {
-						claimed.put(rs.getLong(1), rs.getString(3));
+					if (kind.equals("claimed")) {
+						claimed.put(rs.getLong("id"), rs.getString("payload"));
 					}
-					else if (chosen) {
-						this.raced++;
+					else if (kind.equals("gone")) {
+						this.raced++; // found gone by the re-check; already unlocked
 					}
 				}
 			}

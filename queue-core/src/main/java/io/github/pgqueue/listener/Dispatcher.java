@@ -173,7 +173,7 @@ final class Dispatcher {
 		try {
 			this.endpoint.listener().onMessage(converted, delivery);
 			if (delivery.completion == null) {
-				if (this.endpoint.ackMode() == AckMode.AUTO) {
+				if (this.endpoint.containerProperties().ackMode() == AckMode.AUTO) {
 					delivery.completion = Completion.ACK;
 				}
 				else {
@@ -185,7 +185,8 @@ final class Dispatcher {
 		catch (Throwable ex) {
 			delivery.thrown = true;
 			delivery.failure = ex;
-			if (delivery.completion == Completion.ACK && this.endpoint.mode() == ConsumptionMode.TRANSACTIONAL) {
+			if (delivery.completion == Completion.ACK
+					&& this.endpoint.containerProperties().mode() == ConsumptionMode.TRANSACTIONAL) {
 				// The throw rolls the handler's writes back: its ack would delete the message with none
 				// of them. A nack or a reject stands, as in session mode.
 				delivery.completion = null;
@@ -241,7 +242,7 @@ final class Dispatcher {
 	void fail(QueueMessage<Object> converted, ClaimedMessage message, Throwable error, Delivery delivery) {
 		FailureAction action;
 		try {
-			action = this.endpoint.errorHandler().handle(converted, error, message.backoff());
+			action = this.endpoint.containerProperties().errorHandler().handle(converted, error, message.backoff());
 			if (action == null) {
 				logger.error("Error handler of listener '{}' returned no action for message {}; applying the default "
 						+ "(retry with the queue's back-off, dead-letter on the last attempt)", this.endpoint.id(),

@@ -11,10 +11,11 @@ import java.util.function.Function;
 import java.util.function.Supplier;
 
 import io.github.pgqueue.PayloadConverter;
-import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.Linger;
 import io.github.pgqueue.internal.ListenerMetrics;
+import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.observation.QueueProcessObservationConvention;
 import io.micrometer.observation.ObservationRegistry;
 import org.slf4j.Logger;
@@ -128,23 +129,24 @@ final class PollLoop implements Runnable {
 			BooleanSupplier paused) {
 		ProcessObservation observation = ProcessObservation.of(observationRegistry, observationConvention, endpoint.id());
 		return new PollLoop(endpoint, (running) -> new SessionConsumption(
-				new Dispatcher(endpoint, converter, running, observation), sessions, metrics, endpoint.batchSize(),
+				new Dispatcher(endpoint, converter, running, observation), sessions, metrics,
+				endpoint.containerProperties().batchSize(),
 				running, endpoint.headerFilter()), leader, wakeSiblings, paused);
 	}
 
 	/**
 	 * A poller in transactional mode: batches are claimed and handled in transactions of
-	 * {@code transactionManager} on the template's DataSource; messages whose consumer died are
+	 * {@code transactionManager} on the context's DataSource, running {@code sql}; messages whose consumer died are
 	 * counted and run through sessions from {@code sessions}. Observation as in
 	 * {@link #session session}.
 	 */
-	public static PollLoop transactional(QueueListenerEndpoint endpoint, QueueTemplate template,
+	public static PollLoop transactional(QueueListenerEndpoint endpoint, QueueContext context, QueueSql sql,
 			PlatformTransactionManager transactionManager, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
 			ObservationRegistry observationRegistry, QueueProcessObservationConvention observationConvention,
 			boolean leader, Runnable wakeSiblings, BooleanSupplier paused) {
 		ProcessObservation observation = ProcessObservation.of(observationRegistry, observationConvention, endpoint.id());
 		return new PollLoop(endpoint, (running) -> new TransactionalConsumption(
-				new Dispatcher(endpoint, template.payloadConverter(), running, observation), template,
+				new Dispatcher(endpoint, context.payloadConverter(), running, observation), context, sql,
 				transactionManager, sessions, metrics, endpoint, running), leader, wakeSiblings, paused);
 	}
 
@@ -246,7 +248,7 @@ final class PollLoop implements Runnable {
 						// wait for the permit to take suspects, which must go to pollers that claim.
 						SUSPECTS.withdraw(this);
 						this.idlePaused = true;
-						await(this.endpoint.pollInterval());
+						await(this.endpoint.containerProperties().pollInterval());
 						continue;
 					}
 					this.idlePaused = false;
@@ -271,8 +273,8 @@ final class PollLoop implements Runnable {
 					}
 					else if (!this.claimAgain) {
 						this.handedSuspects = false;
-						Duration idle = this.leader ? this.endpoint.pollInterval()
-								: this.endpoint.pollInterval().multipliedBy(FOLLOWER_IDLE_FACTOR);
+						Duration idle = this.leader ? this.endpoint.containerProperties().pollInterval()
+								: this.endpoint.containerProperties().pollInterval().multipliedBy(FOLLOWER_IDLE_FACTOR);
 						Duration wait = (this.nextDue != null && this.nextDue.compareTo(idle) < 0) ? this.nextDue : idle;
 						Duration lingering = this.linger.next();
 						awaitWork((lingering != null && lingering.compareTo(wait) < 0) ? lingering : wait);
@@ -296,14 +298,14 @@ final class PollLoop implements Runnable {
 					Duration pause = this.backoff.next();
 					if (!inOutage) {
 						logger.warn("Listener '{}' failed to poll {}; retrying with back-off (first pause {} ms)",
-								this.endpoint.id(), this.endpoint.queues(), pause.toMillis(), ex);
+								this.endpoint.id(), this.endpoint.containerProperties().queues(), pause.toMillis(), ex);
 						inOutage = true;
 						lastOutageWarning = System.nanoTime();
 					}
 					else if (System.nanoTime() - lastOutageWarning > OUTAGE_WARNING_INTERVAL.toNanos()) {
 						// Once a minute, so that an outage that lasts says what it keeps hitting.
 						logger.warn("Listener '{}' still fails to poll {}: {}", this.endpoint.id(),
-								this.endpoint.queues(), ex.toString());
+								this.endpoint.containerProperties().queues(), ex.toString());
 						lastOutageWarning = System.nanoTime();
 					}
 					else {
@@ -335,7 +337,7 @@ final class PollLoop implements Runnable {
 		if (SUSPECTS.isHeldBy(this)) {
 			this.handedSuspects = true;
 		}
-		List<String> queues = this.endpoint.queues();
+		List<String> queues = this.endpoint.containerProperties().queues();
 		for (int i = 0; i < queues.size() && this.running && !this.paused.getAsBoolean(); i++) {
 			String queue = queues.get((this.nextQueue + i) % queues.size());
 			// One poller per process at a time may take a message whose consumer died. The permit is

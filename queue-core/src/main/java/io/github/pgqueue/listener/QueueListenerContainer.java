@@ -7,9 +7,10 @@ import java.util.Objects;
 import java.util.function.Supplier;
 
 import io.github.pgqueue.ConsumptionMode;
-import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ListenerMetrics;
+import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.observation.QueueProcessObservationConvention;
 import io.micrometer.observation.ObservationRegistry;
 import org.slf4j.Logger;
@@ -38,7 +39,9 @@ public final class QueueListenerContainer {
 
 	private final Supplier<ConsumerSession> sessions;
 
-	private final QueueTemplate template;
+	private final QueueContext context;
+
+	private final QueueSql sql;
 
 	private final PlatformTransactionManager transactionManager;
 
@@ -62,14 +65,15 @@ public final class QueueListenerContainer {
 
 	private volatile boolean paused;
 
-	QueueListenerContainer(QueueListenerEndpoint endpoint, Supplier<ConsumerSession> sessions, QueueTemplate template,
-			PlatformTransactionManager transactionManager, ListenerMetrics metrics,
+	QueueListenerContainer(QueueListenerEndpoint endpoint, Supplier<ConsumerSession> sessions, QueueContext context,
+			QueueSql sql, PlatformTransactionManager transactionManager, ListenerMetrics metrics,
 			QueueProcessObservationConvention observationConvention, Duration shutdownTimeout, boolean virtualThreads,
 			Runnable beforeStart) {
 		this.endpoint = endpoint;
 		this.observationConvention = observationConvention;
 		this.sessions = sessions;
-		this.template = template;
+		this.context = context;
+		this.sql = sql;
 		this.transactionManager = transactionManager;
 		this.metrics = metrics;
 		this.shutdownTimeout = shutdownTimeout;
@@ -141,13 +145,14 @@ public final class QueueListenerContainer {
 				return;
 			}
 			this.loops.clear();
-			ObservationRegistry observations = this.endpoint.observationEnabled()
-					? this.template.observationRegistry() : null;
-			for (int i = 0; i < this.endpoint.concurrency(); i++) {
-				this.loops.add((this.endpoint.mode() == ConsumptionMode.TRANSACTIONAL)
-						? PollLoop.transactional(this.endpoint, this.template, this.transactionManager, this.sessions,
-								this.metrics, observations, this.observationConvention, i == 0, this::wakeAll, this::isPaused)
-						: PollLoop.session(this.endpoint, this.sessions, this.template.payloadConverter(), this.metrics,
+			ObservationRegistry observations = this.endpoint.containerProperties().observationEnabled()
+					? this.context.observationRegistry() : null;
+			for (int i = 0; i < this.endpoint.containerProperties().concurrency(); i++) {
+				this.loops.add((this.endpoint.containerProperties().mode() == ConsumptionMode.TRANSACTIONAL)
+						? PollLoop.transactional(this.endpoint, this.context, this.sql, this.transactionManager,
+								this.sessions, this.metrics, observations, this.observationConvention, i == 0, this::wakeAll,
+								this::isPaused)
+						: PollLoop.session(this.endpoint, this.sessions, this.context.payloadConverter(), this.metrics,
 								observations, this.observationConvention, i == 0, this::wakeAll, this::isPaused));
 			}
 			this.running = true;
@@ -158,10 +163,12 @@ public final class QueueListenerContainer {
 				this.running = false;
 				this.loops.forEach(PollLoop::stop);
 				throw new IllegalStateException("Listener '" + this.endpoint.id() + "' could not start its "
-						+ this.endpoint.concurrency() + " poller(s) on its task executor: " + ex.getMessage(), ex);
+						+ this.endpoint.containerProperties().concurrency() + " poller(s) on its task executor: "
+						+ ex.getMessage(), ex);
 			}
-			logger.info("Started listener '{}' on {} with {} poller(s){}", this.endpoint.id(), this.endpoint.queues(),
-					this.endpoint.concurrency(), this.paused ? ", paused" : "");
+			logger.info("Started listener '{}' on {} with {} poller(s){}", this.endpoint.id(),
+					this.endpoint.containerProperties().queues(), this.endpoint.containerProperties().concurrency(),
+					this.paused ? ", paused" : "");
 		}
 	}
 
@@ -294,7 +301,7 @@ public final class QueueListenerContainer {
 	 * snapshot before the notified commit, and must not then wait.
 	 */
 	void wake(String queue) {
-		if (!this.endpoint.queues().contains(queue)) {
+		if (!this.endpoint.containerProperties().queues().contains(queue)) {
 			return;
 		}
 		synchronized (this.loops) {

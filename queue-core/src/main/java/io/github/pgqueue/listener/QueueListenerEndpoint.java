@@ -1,139 +1,146 @@
 package io.github.pgqueue.listener;
 
 import java.lang.reflect.Type;
-import java.time.Duration;
-import java.util.List;
 import java.util.Objects;
 
 import io.github.pgqueue.AckMode;
-import io.github.pgqueue.ConsumptionMode;
-import io.github.pgqueue.QueueNames;
 import io.github.pgqueue.internal.HeaderFilter;
 
 /**
- * Everything a container needs to consume queues for one listener.
- * @param id unique id of the listener, used in thread names, logs and metrics
- * @param queues the queues it consumes, polled in turn
- * @param concurrency poller threads, each with a database session of its own
- * @param ackMode who completes messages
- * @param autoStartup whether the registry starts it with the application
- * @param payloadType the type payloads are converted to
- * @param listener what handles each message, or null for a batch listener
- * @param errorHandler what decides on failures
- * @param batchSize messages claimed per statement
- * @param pollInterval the longest an idle poller waits when no notification arrives
- * @param mode how messages are taken: session locks, or the handler's own transaction
- * @param transactionTimeout in transactional mode, the longest one batch's transaction may take
- * @param batchListener what handles each claimed batch at once, instead of {@code listener}
- * @param observationEnabled whether each handler call is observed as {@code pgqueue.process} in the
- * template's observation registry, continuing the trace whose context the message's headers carry
- * @param filter which messages it takes, by their headers ({@code type = 'welcome'},
- * {@code region in ('eu', 'us')}, {@code and} of those); null or blank for all
+ * One listener: what a container calls for each message (or each claimed batch) and the payload
+ * type it converts them to, under an id, with the {@link ContainerProperties} that say how to run
+ * it (spring-kafka's {@code MethodKafkaListenerEndpoint}). Build one with {@link #builder(String)}:
+ * <pre class="code">
+ * QueueListenerEndpoint.builder("emails")
+ *     .listener(Email.class, (message, ack) -&gt; send((Email) message.payload()))
+ *     .containerProperties(ContainerProperties.builder("emails").concurrency(4).build())
+ *     .build();
+ * </pre>
  */
-public record QueueListenerEndpoint(String id, List<String> queues, int concurrency, AckMode ackMode,
-		boolean autoStartup, Type payloadType, QueueMessageListener listener, QueueErrorHandler errorHandler,
-		int batchSize, Duration pollInterval, ConsumptionMode mode, Duration transactionTimeout,
-		QueueBatchListener batchListener, boolean observationEnabled, String filter) {
+public final class QueueListenerEndpoint {
 
-	/** The transaction timeout unless configured otherwise. */
-	public static final Duration DEFAULT_TRANSACTION_TIMEOUT = Duration.ofSeconds(30);
+	private final String id;
 
-	/** An endpoint that takes every message of its queues. */
-	public QueueListenerEndpoint(String id, List<String> queues, int concurrency, AckMode ackMode, boolean autoStartup,
-			Type payloadType, QueueMessageListener listener, QueueErrorHandler errorHandler, int batchSize,
-			Duration pollInterval, ConsumptionMode mode, Duration transactionTimeout, QueueBatchListener batchListener,
-			boolean observationEnabled) {
-		this(id, queues, concurrency, ackMode, autoStartup, payloadType, listener, errorHandler, batchSize,
-				pollInterval, mode, transactionTimeout, batchListener, observationEnabled, null);
+	private final Type payloadType;
+
+	private final QueueMessageListener listener;
+
+	private final QueueBatchListener batchListener;
+
+	private final ContainerProperties containerProperties;
+
+	private QueueListenerEndpoint(Builder builder) {
+		this.id = builder.id;
+		this.payloadType = Objects.requireNonNull(builder.payloadType, () -> "Listener '" + this.id
+				+ "' needs a message listener or a batch listener, with its payload type");
+		this.listener = builder.listener;
+		this.batchListener = builder.batchListener;
+		this.containerProperties = Objects.requireNonNull(builder.containerProperties,
+				() -> "Listener '" + this.id + "' needs container properties, at least the queues it consumes");
+		if (this.batchListener != null && this.containerProperties.ackMode() != AckMode.AUTO) {
+			throw new IllegalArgumentException("Listener '" + this.id + "' is a batch listener; it acknowledges "
+					+ "automatically (ackMode AUTO), not " + this.containerProperties.ackMode());
+		}
+		headerFilter(); // fails here, at startup, if the filter is not valid
 	}
 
-	/** An endpoint whose listener handles one message at a time, without observation. */
-	public QueueListenerEndpoint(String id, List<String> queues, int concurrency, AckMode ackMode, boolean autoStartup,
-			Type payloadType, QueueMessageListener listener, QueueErrorHandler errorHandler, int batchSize,
-			Duration pollInterval, ConsumptionMode mode, Duration transactionTimeout) {
-		this(id, queues, concurrency, ackMode, autoStartup, payloadType, listener, errorHandler, batchSize,
-				pollInterval, mode, transactionTimeout, null, false);
+	/** Starts building the endpoint of listener {@code id}. */
+	public static Builder builder(String id) {
+		return new Builder(id);
 	}
 
-	/**
-	 * An endpoint whose listener handles each claimed batch (up to {@code batchSize} messages of
-	 * one queue) at once; acknowledgment is automatic.
-	 */
-	public static QueueListenerEndpoint batch(String id, List<String> queues, int concurrency, boolean autoStartup,
-			Type payloadType, QueueBatchListener listener, QueueErrorHandler errorHandler, int batchSize,
-			Duration pollInterval, ConsumptionMode mode, Duration transactionTimeout) {
-		Objects.requireNonNull(listener, "listener");
-		return new QueueListenerEndpoint(id, queues, concurrency, AckMode.AUTO, autoStartup, payloadType, null,
-				errorHandler, batchSize, pollInterval, mode, transactionTimeout, listener, false);
+	/** The unique id of the listener, used in thread names, logs and metrics. */
+	public String id() {
+		return this.id;
 	}
 
-	/** An endpoint in session mode. */
-	public QueueListenerEndpoint(String id, List<String> queues, int concurrency, AckMode ackMode, boolean autoStartup,
-			Type payloadType, QueueMessageListener listener, QueueErrorHandler errorHandler, int batchSize,
-			Duration pollInterval) {
-		this(id, queues, concurrency, ackMode, autoStartup, payloadType, listener, errorHandler, batchSize,
-				pollInterval, ConsumptionMode.SESSION, DEFAULT_TRANSACTION_TIMEOUT, null, false);
+	/** The type payloads are converted to. */
+	public Type payloadType() {
+		return this.payloadType;
 	}
 
-	/** This endpoint with observation on or off. */
-	public QueueListenerEndpoint withObservationEnabled(boolean observationEnabled) {
-		return new QueueListenerEndpoint(this.id, this.queues, this.concurrency, this.ackMode, this.autoStartup,
-				this.payloadType, this.listener, this.errorHandler, this.batchSize, this.pollInterval, this.mode,
-				this.transactionTimeout, this.batchListener, observationEnabled, this.filter);
+	/** What handles each message, or null for a batch listener. */
+	public QueueMessageListener listener() {
+		return this.listener;
 	}
 
-	/** This endpoint taking only the messages whose headers match {@code filter} (null or blank: all). */
-	public QueueListenerEndpoint withFilter(String filter) {
-		return new QueueListenerEndpoint(this.id, this.queues, this.concurrency, this.ackMode, this.autoStartup,
-				this.payloadType, this.listener, this.errorHandler, this.batchSize, this.pollInterval, this.mode,
-				this.transactionTimeout, this.batchListener, this.observationEnabled, filter);
-	}
-
-	/** The parsed filter, or null when the endpoint takes every message. */
-	HeaderFilter headerFilter() {
-		return HeaderFilter.parse(this.filter, " of listener '" + this.id + "'");
-	}
-
-	public QueueListenerEndpoint {
-		Objects.requireNonNull(id, "Listener id must not be null");
-		if (queues == null || queues.isEmpty()) {
-			throw new IllegalArgumentException("Listener '" + id + "' must name at least one queue");
-		}
-		queues = List.copyOf(queues);
-		queues.forEach(QueueNames::requireQueue);
-		if (concurrency < 1) {
-			throw new IllegalArgumentException("Listener '" + id + "': concurrency must be at least 1, was "
-					+ concurrency);
-		}
-		if (batchSize < 1) {
-			throw new IllegalArgumentException("Listener '" + id + "': batch size must be at least 1, was " + batchSize);
-		}
-		if (pollInterval == null || pollInterval.isNegative() || pollInterval.isZero()) {
-			throw new IllegalArgumentException("Listener '" + id + "': poll interval must be positive, was "
-					+ pollInterval);
-		}
-		Objects.requireNonNull(mode, "mode");
-		if (transactionTimeout == null || transactionTimeout.toMillis() < 1) {
-			throw new IllegalArgumentException("Listener '" + id + "': transaction timeout must be positive, was "
-					+ transactionTimeout);
-		}
-		Objects.requireNonNull(ackMode, "ackMode");
-		Objects.requireNonNull(payloadType, "payloadType");
-		if ((listener == null) == (batchListener == null)) {
-			throw new IllegalArgumentException("Listener '" + id + "' needs exactly one of a message listener and a "
-					+ "batch listener");
-		}
-		if (batchListener != null && ackMode != AckMode.AUTO) {
-			throw new IllegalArgumentException("Listener '" + id + "' is a batch listener; it acknowledges "
-					+ "automatically (ackMode AUTO), not " + ackMode);
-		}
-		Objects.requireNonNull(errorHandler, "errorHandler");
-		HeaderFilter.parse(filter, " of listener '" + id + "'"); // fails here, at startup, if it is not valid
+	/** What handles each claimed batch at once, or null for a message listener. */
+	public QueueBatchListener batchListener() {
+		return this.batchListener;
 	}
 
 	/** Whether the listener handles each claimed batch at once. */
 	public boolean isBatch() {
 		return this.batchListener != null;
+	}
+
+	/** How the container runs the listener. */
+	public ContainerProperties containerProperties() {
+		return this.containerProperties;
+	}
+
+	/** The parsed filter, or null when the endpoint takes every message. */
+	HeaderFilter headerFilter() {
+		return HeaderFilter.parse(this.containerProperties.filter(), " of listener '" + this.id + "'");
+	}
+
+	/** Builds a {@link QueueListenerEndpoint}: one listener, and the container properties. */
+	public static final class Builder {
+
+		private final String id;
+
+		private Type payloadType;
+
+		private QueueMessageListener listener;
+
+		private QueueBatchListener batchListener;
+
+		private ContainerProperties containerProperties;
+
+		private Builder(String id) {
+			this.id = Objects.requireNonNull(id, "Listener id must not be null");
+		}
+
+		/** Handles one message at a time, its payload converted to {@code payloadType}. */
+		public Builder listener(Type payloadType, QueueMessageListener listener) {
+			return listeners(payloadType, Objects.requireNonNull(listener, "listener"), null);
+		}
+
+		/**
+		 * Handles each claimed batch (up to the batch size, of one queue) at once, its payloads
+		 * converted to {@code payloadType}; acknowledgment is automatic.
+		 */
+		public Builder batchListener(Type payloadType, QueueBatchListener batchListener) {
+			return listeners(payloadType, null, Objects.requireNonNull(batchListener, "batchListener"));
+		}
+
+		private Builder listeners(Type payloadType, QueueMessageListener listener, QueueBatchListener batchListener) {
+			if (this.listener != null || this.batchListener != null) {
+				throw new IllegalStateException("Listener '" + this.id + "' already has a "
+						+ ((this.listener != null) ? "message" : "batch") + " listener; give it exactly one");
+			}
+			this.payloadType = Objects.requireNonNull(payloadType, "payloadType");
+			this.listener = listener;
+			this.batchListener = batchListener;
+			return this;
+		}
+
+		/** How the container runs the listener: its queues, pollers, modes and error handler. */
+		public Builder containerProperties(ContainerProperties containerProperties) {
+			this.containerProperties = Objects.requireNonNull(containerProperties, "containerProperties");
+			return this;
+		}
+
+		/**
+		 * The endpoint.
+		 * @throws IllegalArgumentException if a batch listener is given an ack mode other than
+		 * {@link AckMode#AUTO}, or the filter is not valid
+		 * @throws NullPointerException if the listener or the container properties are missing
+		 */
+		public QueueListenerEndpoint build() {
+			return new QueueListenerEndpoint(this);
+		}
+
 	}
 
 }

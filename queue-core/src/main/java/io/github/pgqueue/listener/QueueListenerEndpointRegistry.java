@@ -10,9 +10,10 @@ import java.util.function.Supplier;
 import javax.sql.DataSource;
 
 import io.github.pgqueue.ConsumptionMode;
-import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ListenerMetrics;
+import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.observation.QueueProcessObservationConvention;
 
 import org.springframework.context.SmartLifecycle;
@@ -35,9 +36,15 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 	 */
 	public static final int PHASE = Integer.MAX_VALUE - 100;
 
+	/** How long running handlers may take to finish on stop unless configured otherwise. */
+	public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
+
 	private final Map<String, QueueListenerContainer> containers = new LinkedHashMap<>();
 
-	private final QueueTemplate template;
+	private final QueueContext context;
+
+	/** The statements of the context's schema that the consumers run. */
+	private final QueueSql sql;
 
 	private final DataSource consumerDataSource;
 
@@ -64,34 +71,45 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 	private volatile boolean running;
 
 	/**
-	 * @param template where the schema, lock namespace, converter and meter registry come from
+	 * A registry whose pollers take their sessions from the context's data source, and whose
+	 * handlers get {@link #DEFAULT_SHUTDOWN_TIMEOUT} to finish on stop.
+	 */
+	public QueueListenerEndpointRegistry(QueueContext context) {
+		this(context, context.dataSource(), DEFAULT_SHUTDOWN_TIMEOUT);
+	}
+
+	/**
+	 * @param context where the data source, schema, lock namespace, converter and registries come
+	 * from; the one the application's template and admin work in
 	 * @param consumerDataSource where pollers and the LISTEN connection take their sessions;
 	 * each poller keeps its connection, so it needs one connection per poller plus one
 	 * @param shutdownTimeout how long running handlers may take to finish on stop
 	 */
-	public QueueListenerEndpointRegistry(QueueTemplate template, DataSource consumerDataSource,
+	public QueueListenerEndpointRegistry(QueueContext context, DataSource consumerDataSource,
 			Duration shutdownTimeout) {
-		this.template = template;
+		this.context = context;
+		this.sql = new QueueSql(context.schema());
 		this.consumerDataSource = consumerDataSource;
 		this.shutdownTimeout = shutdownTimeout;
-		this.metrics = new ListenerMetrics(template.meterRegistry());
+		this.metrics = new ListenerMetrics(context.meterRegistry());
 	}
 
 	/** Adds a listener; its container starts with the registry if the endpoint says so. */
 	public synchronized void registerListenerEndpoint(QueueListenerEndpoint endpoint) {
 		Assert.state(!this.containers.containsKey(endpoint.id()), () -> "Another @QueueListener already has id '"
 				+ endpoint.id() + "'; give each listener a unique id");
-		Supplier<ConsumerSession> sessions = () -> this.template.openSession(this.consumerDataSource);
-		PlatformTransactionManager transactions = (endpoint.mode() == ConsumptionMode.TRANSACTIONAL)
+		Supplier<ConsumerSession> sessions = () -> ConsumerSession.open(this.consumerDataSource, this.sql,
+				this.context.lockNamespace(), this.context.maxPayloadBytes());
+		PlatformTransactionManager transactions = (endpoint.containerProperties().mode() == ConsumptionMode.TRANSACTIONAL)
 				? transactionManager() : null;
-		QueueListenerContainer container = new QueueListenerContainer(endpoint, sessions, this.template, transactions,
-				this.metrics, this.observationConvention, this.shutdownTimeout, this.virtualThreads, () -> {
+		QueueListenerContainer container = new QueueListenerContainer(endpoint, sessions, this.context, this.sql,
+				transactions, this.metrics, this.observationConvention, this.shutdownTimeout, this.virtualThreads, () -> {
 					checkStart(endpoint);
 					startNotifications();
 				});
 		this.containerCustomizer.customize(container);
 		this.containers.put(endpoint.id(), container);
-		if (this.running && endpoint.autoStartup()) {
+		if (this.running && endpoint.containerProperties().autoStartup()) {
 			container.start();
 		}
 	}
@@ -107,7 +125,7 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 
 	/**
 	 * The transaction manager whose transactions run transactional listeners; it must manage the
-	 * template's DataSource (so that handlers' writes through {@code JdbcTemplate} or JPA join the
+	 * context's DataSource (so that handlers' writes through {@code JdbcTemplate} or JPA join the
 	 * transaction that deletes their messages). Default: a {@link JdbcTransactionManager} on it.
 	 */
 	public synchronized void setTransactionManager(PlatformTransactionManager transactionManager) {
@@ -136,7 +154,7 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 	 * this call that have observation enabled ({@link QueueListenerEndpoint#observationEnabled()});
 	 * null (the default) for
 	 * {@link io.github.pgqueue.observation.DefaultQueueProcessObservationConvention}. The
-	 * observations are recorded in the template's observation registry.
+	 * observations are recorded in the context's observation registry.
 	 */
 	public synchronized void setObservationConvention(QueueProcessObservationConvention observationConvention) {
 		this.observationConvention = observationConvention;
@@ -144,7 +162,7 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 
 	private PlatformTransactionManager transactionManager() {
 		if (this.transactionManager == null) {
-			this.transactionManager = new JdbcTransactionManager(this.template.dataSource());
+			this.transactionManager = new JdbcTransactionManager(this.context.dataSource());
 		}
 		return this.transactionManager;
 	}
@@ -169,7 +187,7 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 
 	/** The total number of poller threads, i.e. of consumer connections besides the LISTEN one. */
 	public synchronized int totalConcurrency() {
-		return this.containers.values().stream().mapToInt((c) -> c.endpoint().concurrency()).sum();
+		return this.containers.values().stream().mapToInt((c) -> c.endpoint().containerProperties().concurrency()).sum();
 	}
 
 	/** Whether the LISTEN connection is up. */
@@ -188,10 +206,12 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 			// A container was started before the registry: the application consumes from now on.
 			startKeepAlive();
 		}
-		if (this.containers.values().stream().noneMatch((c) -> c.endpoint().autoStartup())) {
+		if (this.containers.values().stream().noneMatch((c) -> c.endpoint().containerProperties().autoStartup())) {
 			return;
 		}
-		this.containers.values().stream().filter((c) -> c.endpoint().autoStartup()).forEach(QueueListenerContainer::start);
+		this.containers.values().stream()
+			.filter((c) -> c.endpoint().containerProperties().autoStartup())
+			.forEach(QueueListenerContainer::start);
 	}
 
 	/**
@@ -203,7 +223,7 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		if (this.notifyListener != null) {
 			return;
 		}
-		this.notifyListener = new NotifyListener(this.consumerDataSource, this.template.sql().channel(),
+		this.notifyListener = new NotifyListener(this.consumerDataSource, this.sql.channel(),
 				this::wake, this::wakeAll);
 		this.notifyThread = new Thread(this.notifyListener, "pgqueue-notify");
 		this.notifyThread.setDaemon(true);

@@ -19,8 +19,8 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueException;
-import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.internal.ClaimedMessage;
 import io.github.pgqueue.internal.HeaderFilter;
 import io.github.pgqueue.internal.ConsumerSession;
@@ -150,18 +150,18 @@ final class TransactionalConsumption implements Consumption {
 	 */
 	private final Set<String> scarce = new HashSet<>();
 
-	TransactionalConsumption(Dispatcher dispatcher, QueueTemplate template, PlatformTransactionManager transactionManager,
-			Supplier<ConsumerSession> sessions, ListenerMetrics metrics, QueueListenerEndpoint endpoint,
-			BooleanSupplier running) {
+	TransactionalConsumption(Dispatcher dispatcher, QueueContext context, QueueSql sql,
+			PlatformTransactionManager transactionManager, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
+			QueueListenerEndpoint endpoint, BooleanSupplier running) {
 		this.dispatcher = dispatcher;
-		this.sql = template.sql();
-		this.dataSource = template.dataSource();
-		this.namespace = template.lockNamespace();
-		this.maxPayloadBytes = template.maxPayloadBytes();
+		this.sql = sql;
+		this.dataSource = context.dataSource();
+		this.namespace = context.lockNamespace();
+		this.maxPayloadBytes = context.maxPayloadBytes();
 		this.sessions = sessions;
 		this.metrics = metrics;
-		this.batchSize = endpoint.batchSize();
-		this.timeout = endpoint.transactionTimeout();
+		this.batchSize = endpoint.containerProperties().batchSize();
+		this.timeout = endpoint.containerProperties().transactionTimeout();
 		this.running = running;
 		this.filter = endpoint.headerFilter();
 		this.transactions = new TransactionTemplate(transactionManager);

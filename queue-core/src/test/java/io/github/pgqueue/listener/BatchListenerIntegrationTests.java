@@ -12,6 +12,7 @@ import java.util.stream.IntStream;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueMessage;
 import io.github.pgqueue.QueueTemplate;
@@ -45,9 +46,11 @@ class BatchListenerIntegrationTests {
 
 	private final QueueTemplate template = QueueTemplate.builder(this.app).build();
 
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
+
 	private final HikariDataSource consumerPool = this.postgres.pool("batch-consumers", 8);
 
-	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
 			this.consumerPool, Duration.ofSeconds(5));
 
 	/** Attempts seen per payload, in order. */
@@ -151,15 +154,23 @@ class BatchListenerIntegrationTests {
 	@Test
 	void aBatchListenerAcknowledgesAutomatically() {
 		assertThatIllegalArgumentException()
-			.isThrownBy(() -> new QueueListenerEndpoint("manual", List.of("q"), 1, AckMode.MANUAL, true, Integer.class,
-					null, new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(1), ConsumptionMode.SESSION,
-					Duration.ofSeconds(30), (messages) -> {
-					}, false))
+			.isThrownBy(() -> QueueListenerEndpoint.builder("manual")
+					.batchListener(Integer.class, (messages) -> {
+					})
+					.containerProperties(ContainerProperties.builder(List.of("q"))
+						.concurrency(1)
+						.ackMode(AckMode.MANUAL)
+						.errorHandler(new DefaultQueueErrorHandler())
+						.batchSize(10)
+						.pollInterval(Duration.ofSeconds(1))
+						.transactionTimeout(Duration.ofSeconds(30))
+						.build())
+					.build())
 			.withMessageContaining("batch listener").withMessageContaining("ackMode AUTO");
 	}
 
 	private void declare(String queue) {
-		this.template.declare(QueueDefinition.of(queue).withMaxAttempts(5)
+		this.admin.declare(QueueDefinition.of(queue).withMaxAttempts(5)
 			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
 	}
 
@@ -171,9 +182,17 @@ class BatchListenerIntegrationTests {
 	}
 
 	private void start(ConsumptionMode mode, String queue, int concurrency, QueueBatchListener listener) {
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.batch(queue, List.of(queue), concurrency, true,
-				Integer.class, listener, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(100), mode,
-				Duration.ofSeconds(30)));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
+				.batchListener(Integer.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(concurrency)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(100))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 	}
 

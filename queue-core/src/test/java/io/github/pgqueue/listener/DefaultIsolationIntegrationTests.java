@@ -14,6 +14,7 @@ import ch.qos.logback.core.read.ListAppender;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.testing.EmbeddedPostgres;
@@ -116,17 +117,25 @@ class DefaultIsolationIntegrationTests {
 		this.pgqueueLogger.addAppender(this.warnings);
 
 		QueueTemplate template = QueueTemplate.builder(this.app).build();
-		template.declare(QueueDefinition.of("iso").withMaxAttempts(1));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("iso").withMaxAttempts(1));
 		List<Integer> payloads = IntStream.range(0, TOTAL).boxed().toList();
 		for (int i = 0; i < TOTAL; i += 1000) {
 			template.sendBatch("iso", payloads.subList(i, i + 1000));
 		}
 		Map<Long, AtomicInteger> runs = new ConcurrentHashMap<>();
-		this.registry = new QueueListenerEndpointRegistry(template, this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("iso", List.of("iso"), 4, AckMode.AUTO, true,
-				Integer.class, (message, ack) -> runs.computeIfAbsent(message.id(), (id) -> new AtomicInteger())
-					.incrementAndGet(),
-				new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode, Duration.ofSeconds(30)));
+		this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumerPool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("iso")
+				.listener(Integer.class, (message, ack) -> runs.computeIfAbsent(message.id(), (id) -> new AtomicInteger())
+					.incrementAndGet())
+				.containerProperties(ContainerProperties.builder(List.of("iso"))
+					.concurrency(4)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 		await().atMost(Duration.ofSeconds(120)).until(() -> count("SELECT count(*) FROM pgqueue.message WHERE queue = 'iso'") == 0);
 		this.registry.stop();

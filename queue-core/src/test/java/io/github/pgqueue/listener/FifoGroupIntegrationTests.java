@@ -21,6 +21,8 @@ import java.util.stream.IntStream;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.ContextInternals;
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.SendOptions;
@@ -57,6 +59,8 @@ class FifoGroupIntegrationTests {
 	private final HikariDataSource consumerPool = this.postgres.pool("fifo-consumers", 16);
 
 	private final QueueTemplate template = QueueTemplate.builder(this.app).build();
+
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
 
 	private QueueListenerEndpointRegistry registry;
 
@@ -113,11 +117,19 @@ class FifoGroupIntegrationTests {
 			Thread.sleep(1);
 			inFlight.get(step.group()).decrementAndGet();
 		};
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
 		for (String id : List.of("a", "b")) {
-			this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue + "-" + id, List.of(queue), 4,
-					AckMode.AUTO, true, Step.class, listener, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50),
-					mode, Duration.ofSeconds(30)));
+			this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue + "-" + id)
+					.listener(Step.class, listener)
+					.containerProperties(ContainerProperties.builder(List.of(queue))
+						.concurrency(4)
+						.errorHandler(new DefaultQueueErrorHandler())
+						.batchSize(10)
+						.pollInterval(Duration.ofMillis(50))
+						.mode(mode)
+						.transactionTimeout(Duration.ofSeconds(30))
+						.build())
+					.build());
 		}
 		this.registry.start();
 		for (Future<?> future : sent) {
@@ -144,7 +156,7 @@ class FifoGroupIntegrationTests {
 	@EnumSource(ConsumptionMode.class)
 	void aFailingMessageHoldsUpOnlyItsOwnGroup(ConsumptionMode mode) {
 		String queue = "stuck-" + mode.name().toLowerCase(Locale.ROOT);
-		this.template.declare(QueueDefinition.of(queue).withMaxAttempts(5)
+		this.admin.declare(QueueDefinition.of(queue).withMaxAttempts(5)
 			.withBackoff(Duration.ofMillis(300), 1.0, Duration.ofMillis(300)));
 		for (int n = 0; n < 5; n++) {
 			this.template.send(queue, "bad-" + n, SendOptions.builder().group("bad").build());
@@ -152,15 +164,24 @@ class FifoGroupIntegrationTests {
 		}
 		List<String> handled = new CopyOnWriteArrayList<>();
 		AtomicInteger failures = new AtomicInteger();
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), 3, AckMode.AUTO, true,
-				String.class, (message, ack) -> {
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
+				.listener(String.class, (message, ack) -> {
 					String payload = (String) message.payload();
 					if (payload.equals("bad-0") && failures.incrementAndGet() <= 2) {
 						throw new IllegalStateException("not yet");
 					}
 					handled.add(payload);
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode, Duration.ofSeconds(30)));
+				})
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(3)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 
 		await().atMost(Duration.ofSeconds(20)).until(() -> handled.size() == 10);
@@ -229,7 +250,7 @@ class FifoGroupIntegrationTests {
 	 * the test, and sends it {@code size} messages ("wall-0", "wall-1", ...) in one group.
 	 */
 	private void sendWall(String queue, String group, int priority, int size) {
-		this.template.declare(QueueDefinition.of(queue).withMaxAttempts(5)
+		this.admin.declare(QueueDefinition.of(queue).withMaxAttempts(5)
 			.withBackoff(Duration.ofMinutes(10), 1.0, Duration.ofMinutes(10)));
 		this.template.sendBatch(queue, IntStream.range(0, size).mapToObj((n) -> "wall-" + n).toList(),
 				SendOptions.builder().group(group).priority(priority).build());
@@ -238,15 +259,24 @@ class FifoGroupIntegrationTests {
 	/** Starts a listener of {@code queue} that records every payload and fails the walls' messages. */
 	private List<String> listenFailingOnWalls(String queue, int concurrency, ConsumptionMode mode) {
 		List<String> handled = new CopyOnWriteArrayList<>();
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), concurrency,
-				AckMode.AUTO, true, String.class, (message, ack) -> {
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
+				.listener(String.class, (message, ack) -> {
 					String payload = (String) message.payload();
 					handled.add(payload);
 					if (payload.startsWith("wall")) {
 						throw new IllegalStateException("a wall's head fails");
 					}
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(30), mode, Duration.ofSeconds(30)));
+				})
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(concurrency)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofSeconds(30))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 		return handled;
 	}
@@ -278,9 +308,9 @@ class FifoGroupIntegrationTests {
 		Map<String, List<Long>> order = new ConcurrentHashMap<>();
 		AtomicInteger overlaps = new AtomicInteger();
 		AtomicInteger handled = new AtomicInteger();
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), 2, AckMode.AUTO, true,
-				String.class, (message, ack) -> {
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
+				.listener(String.class, (message, ack) -> {
 					String group = ((String) message.payload()).substring(0, 2);
 					if (inFlight.computeIfAbsent(group, (k) -> new AtomicInteger()).incrementAndGet() > 1) {
 						overlaps.incrementAndGet();
@@ -288,7 +318,16 @@ class FifoGroupIntegrationTests {
 					order.computeIfAbsent(group, (k) -> new CopyOnWriteArrayList<>()).add(message.id());
 					inFlight.get(group).decrementAndGet();
 					handled.incrementAndGet();
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(30), mode, Duration.ofSeconds(30)));
+				})
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(2)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofSeconds(30))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 
 		await().atMost(Duration.ofSeconds(30)).until(() -> handled.get() >= 1500);
@@ -312,7 +351,7 @@ class FifoGroupIntegrationTests {
 		}
 		List<Long> heads = this.jdbc.queryForList(
 				"SELECT min(id) FROM pgqueue.message WHERE queue = ? GROUP BY group_key ORDER BY 1", Long.class, queue);
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = ContextInternals.openSession(this.template.context())) {
 			ConsumerSession.Claim first = session.claim(queue, 10);
 			session.ack(first.messages().stream().map(ClaimedMessage::id).toList());
 			ConsumerSession.Claim second = session.claim(queue, 10);
@@ -334,12 +373,12 @@ class FifoGroupIntegrationTests {
 				SendOptions.builder().group("one").build());
 		long head = this.jdbc.queryForObject("SELECT min(id) FROM pgqueue.message WHERE queue = 'long-group'",
 				Long.class);
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = ContextInternals.openSession(this.template.context())) {
 			ConsumerSession.Claim claim = session.claim("long-group", 10);
 			assertThat(claim.messages()).singleElement().satisfies((m) -> assertThat(m.id()).isEqualTo(head));
 			assertThat(this.jdbc.queryForObject("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'",
 					Long.class)).isEqualTo(1);
-			try (ConsumerSession other = this.template.openSession()) {
+			try (ConsumerSession other = ContextInternals.openSession(this.template.context())) {
 				assertThat(other.claim("long-group", 10).messages()).as("the head is held: the group waits").isEmpty();
 			}
 			session.ack(List.of(head));
@@ -350,12 +389,12 @@ class FifoGroupIntegrationTests {
 	void aPlainInsertJoinsAGroupAndDeadLetteringFreesIt() {
 		this.jdbc.update("INSERT INTO pgqueue.message (queue, payload, group_key) VALUES ('sql-group', '1', 'g')");
 		this.jdbc.update("INSERT INTO pgqueue.message (queue, payload, group_key) VALUES ('sql-group', '2', 'g')");
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = ContextInternals.openSession(this.template.context())) {
 			ConsumerSession.Claim claim = session.claim("sql-group", 10);
 			assertThat(claim.messages()).singleElement().satisfies((m) -> assertThat(m.payloadJson()).isEqualTo("1"));
 			session.deadLetter(List.of(ConsumerSession.DeadLetter.of(claim.messages().get(0), "gave up")));
 		}
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = ContextInternals.openSession(this.template.context())) {
 			assertThat(session.claim("sql-group", 10).messages()).singleElement()
 				.satisfies((m) -> assertThat(m.payloadJson()).isEqualTo("2"));
 		}
@@ -396,7 +435,7 @@ class FifoGroupIntegrationTests {
 		}
 		assertThat(this.jdbc.queryForObject("SELECT previous_id FROM pgqueue.message WHERE id = ?", Long.class, third))
 			.as("the third send's snapshot did not show the second").isEqualTo(first);
-		try (ConsumerSession session = this.template.openSession()) {
+		try (ConsumerSession session = ContextInternals.openSession(this.template.context())) {
 			session.ack(List.of(session.claim(queue, 10).messages().get(0).id()));
 		}
 		assertThat(claimedIds(mode, queue)).as("only the second is its group's head").containsExactly(second);
@@ -406,7 +445,7 @@ class FifoGroupIntegrationTests {
 	/** The ids a claim of 10 takes from {@code queue} in {@code mode}, giving them back at once. */
 	private List<Long> claimedIds(ConsumptionMode mode, String queue) throws Exception {
 		if (mode == ConsumptionMode.SESSION) {
-			try (ConsumerSession session = this.template.openSession()) {
+			try (ConsumerSession session = ContextInternals.openSession(this.template.context())) {
 				List<Long> ids = session.claim(queue, 10).messages().stream().map(ClaimedMessage::id).toList();
 				session.release(ids, false);
 				return ids;

@@ -24,8 +24,10 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.CancelResult;
 import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.ContextInternals;
 import io.github.pgqueue.Lease;
 import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.SendOptions;
@@ -69,6 +71,8 @@ class FifoGroupRemovalIntegrationTests {
 
 	private final QueueTemplate template = QueueTemplate.builder(this.app).build();
 
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
+
 	private QueueListenerEndpointRegistry registry;
 
 	@AfterEach
@@ -111,9 +115,9 @@ class FifoGroupRemovalIntegrationTests {
 		List<String> log = new CopyOnWriteArrayList<>();
 		CountDownLatch aStarted = new CountDownLatch(1);
 		CountDownLatch releaseA = new CountDownLatch(1);
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), 2, AckMode.AUTO, true,
-				String.class, (message, ack) -> {
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
+				.listener(String.class, (message, ack) -> {
 					String payload = (String) message.payload();
 					log.add("start " + payload);
 					if (payload.equals("a")) {
@@ -121,8 +125,16 @@ class FifoGroupRemovalIntegrationTests {
 						assertThat(releaseA.await(30, TimeUnit.SECONDS)).isTrue();
 					}
 					log.add("end " + payload);
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), ConsumptionMode.TRANSACTIONAL,
-				Duration.ofSeconds(60)));
+				})
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(2)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(ConsumptionMode.TRANSACTIONAL)
+					.transactionTimeout(Duration.ofSeconds(60))
+					.build())
+				.build());
 		this.registry.start();
 		assertThat(aStarted.await(20, TimeUnit.SECONDS)).isTrue();
 		assertThat(this.template.cancel(queue, b)).isEqualTo(CancelResult.REMOVED);
@@ -153,7 +165,7 @@ class FifoGroupRemovalIntegrationTests {
 			assertThat(head.message().id()).isEqualTo(a);
 			head.nack(Duration.ofMinutes(5));
 		}
-		assertThat(new QueueAdmin(this.template).purge(queue, QueueAdmin.Purge.READY)).as("b purged").isEqualTo(1);
+		assertThat(new QueueAdmin(this.template.context()).purge(queue, QueueAdmin.Purge.READY)).as("b purged").isEqualTo(1);
 		awaitVisible(c);
 		assertThat(claimable(mode, queue)).as("claimable while the head backs off").isEmpty();
 		assertThat(ids(queue)).containsExactly(a, c);
@@ -170,7 +182,7 @@ class FifoGroupRemovalIntegrationTests {
 		String queue = queue("purge-race", mode);
 		long a = this.template.send(queue, "a", GROUP);
 		this.template.send(queue, "b", GROUP);
-		QueueAdmin admin = new QueueAdmin(QueueTemplate.builder(this.remover).build());
+		QueueAdmin admin = new QueueAdmin(QueueContext.of(this.remover));
 		try (Lease<String> head = this.template.receive(queue, String.class).orElseThrow();
 				Connection sender = this.app.getConnection()) {
 			sender.setAutoCommit(false);
@@ -251,7 +263,7 @@ class FifoGroupRemovalIntegrationTests {
 		try (Connection connection = this.app.getConnection()) {
 			connection.setAutoCommit(false);
 			connection.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
-			try (PreparedStatement cancel = connection.prepareStatement(this.template.sql().cancel.sql())) {
+			try (PreparedStatement cancel = connection.prepareStatement(ContextInternals.sql(this.template.context()).cancel.sql())) {
 				assertThat(cancel(cancel, plain, queue)).as("ungrouped").isTrue();
 				assertThatThrownBy(() -> cancel(cancel, grouped, queue)).isInstanceOf(SQLException.class)
 					.hasMessageContaining("message " + grouped + " of FIFO group 'g' in queue '" + queue + "'")
@@ -283,7 +295,7 @@ class FifoGroupRemovalIntegrationTests {
 				Lease<String> head = this.template.receive(queue, String.class).orElseThrow()) {
 			assertThat(dead.message().id()).isEqualTo(first);
 			assertThat(head.message().id()).isEqualTo(a);
-			assertThat(this.template.redrive(queue, 10)).as("the held dead letter stays").isEqualTo(1);
+			assertThat(this.admin.redrive(queue, 10)).as("the held dead letter stays").isEqualTo(1);
 			assertThat(claimable(mode, deadLetters)).as("claimable in the dead-letter queue while its head is held")
 				.isEmpty();
 			assertThat(this.jdbc.queryForMap("SELECT queue, group_key, headers->>'pgqueue-group' AS header "
@@ -341,10 +353,10 @@ class FifoGroupRemovalIntegrationTests {
 		Set<Long> handled = ConcurrentHashMap.newKeySet();
 		AtomicInteger deliveries = new AtomicInteger();
 		AtomicInteger overlaps = new AtomicInteger();
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
 		for (String id : List.of("a", "b")) {
-			this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue + "-" + id, List.of(queue), 2,
-					AckMode.AUTO, true, String.class, (message, ack) -> {
+			this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue + "-" + id)
+					.listener(String.class, (message, ack) -> {
 						String group = (String) message.payload();
 						if (inFlight.computeIfAbsent(group, (k) -> new AtomicInteger()).incrementAndGet() > 1) {
 							overlaps.incrementAndGet();
@@ -354,7 +366,16 @@ class FifoGroupRemovalIntegrationTests {
 						deliveries.incrementAndGet();
 						Thread.sleep(10); // slower than the producer: a backlog builds up
 						inFlight.get(group).decrementAndGet();
-					}, new DefaultQueueErrorHandler(), 5, Duration.ofMillis(50), mode, Duration.ofSeconds(30)));
+					})
+					.containerProperties(ContainerProperties.builder(List.of(queue))
+						.concurrency(2)
+						.errorHandler(new DefaultQueueErrorHandler())
+						.batchSize(5)
+						.pollInterval(Duration.ofMillis(50))
+						.mode(mode)
+						.transactionTimeout(Duration.ofSeconds(30))
+						.build())
+					.build());
 		}
 		this.registry.start();
 		Set<Long> sent = ConcurrentHashMap.newKeySet();
@@ -373,7 +394,7 @@ class FifoGroupRemovalIntegrationTests {
 			producing.set(false);
 		});
 		QueueTemplate removing = QueueTemplate.builder(this.remover).build();
-		QueueAdmin admin = new QueueAdmin(removing);
+		QueueAdmin admin = new QueueAdmin(removing.context());
 		CompletableFuture<Void> remover = CompletableFuture.runAsync(() -> {
 			int round = 0;
 			while (producing.get() || count(queue) > 0) {
@@ -428,7 +449,7 @@ class FifoGroupRemovalIntegrationTests {
 	/** The ids a claim of 10 takes from {@code queue} in {@code mode} right now, giving them back at once. */
 	private List<Long> claimable(ConsumptionMode mode, String queue) throws SQLException {
 		if (mode == ConsumptionMode.SESSION) {
-			try (ConsumerSession session = this.template.openSession()) {
+			try (ConsumerSession session = ContextInternals.openSession(this.template.context())) {
 				List<Long> ids = session.claim(queue, 10).messages().stream().map(ClaimedMessage::id).toList();
 				session.release(ids, false);
 				return ids;
@@ -471,7 +492,7 @@ class FifoGroupRemovalIntegrationTests {
 
 	/** Runs QueueTemplate's cancel statement on a connection of the test's; whether it removed the message. */
 	private boolean cancel(PreparedStatement cancel, long id, String queue) throws SQLException {
-		this.template.sql().cancel.bind(cancel, new QueueSql.Cancel(id, queue, this.template.lockNamespace()));
+		ContextInternals.sql(this.template.context()).cancel.bind(cancel, new QueueSql.Cancel(id, queue, this.template.context().lockNamespace()));
 		try (ResultSet rs = cancel.executeQuery()) {
 			return rs.next() && !Boolean.FALSE.equals(rs.getObject(1));
 		}

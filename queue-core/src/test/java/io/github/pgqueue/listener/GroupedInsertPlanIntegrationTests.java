@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
+import io.github.pgqueue.ContextInternals;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.SendOptions;
@@ -101,7 +102,7 @@ class GroupedInsertPlanIntegrationTests {
 		try (Connection connection = this.postgres.dataSource().getConnection()) {
 			connection.setAutoCommit(false);
 			Map<String, long[]> before = reads(connection, "pgqueue");
-			try (PreparedStatement send = template.sql().sendGroupedBatch.prepare(connection, new QueueSql.SendBatch(
+			try (PreparedStatement send = ContextInternals.sql(template.context()).sendGroupedBatch.prepare(connection, new QueueSql.SendBatch(
 					"batch-chain", "{}", 0, null, 0, null, "g", new String[] { "1", "2", "3" }))) {
 				try (ResultSet rs = send.executeQuery()) {
 					while (rs.next()) {

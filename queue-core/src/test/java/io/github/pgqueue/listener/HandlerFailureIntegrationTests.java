@@ -14,6 +14,8 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.JacksonPayloadConverter;
 import io.github.pgqueue.PayloadConverter;
+import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.testing.EmbeddedPostgres;
@@ -66,7 +68,7 @@ class HandlerFailureIntegrationTests {
 	@EnumSource(Blowup.class)
 	void aFailureThatBlowsUpThePollerCostsOnlyItsOwnMessage(Blowup blowup) {
 		QueueTemplate template = template(converterFor(blowup));
-		template.declare(QueueDefinition.of("blast").withMaxAttempts(3)
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("blast").withMaxAttempts(3)
 			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
 		List<Long> ids = template.sendBatch("blast", IntStream.rangeClosed(1, 5).boxed().toList());
 		long poison = ids.get(POISON - 1);
@@ -89,8 +91,15 @@ class HandlerFailureIntegrationTests {
 			};
 			default -> new DefaultQueueErrorHandler();
 		};
-		start(template, new QueueListenerEndpoint("blast", List.of("blast"), 1, AckMode.AUTO, true, Integer.class,
-				listener, errorHandler, 5, Duration.ofMillis(50)));
+		start(template, QueueListenerEndpoint.builder("blast")
+				.listener(Integer.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of("blast"))
+					.concurrency(1)
+					.errorHandler(errorHandler)
+					.batchSize(5)
+					.pollInterval(Duration.ofMillis(50))
+					.build())
+				.build());
 
 		await().atMost(Duration.ofSeconds(30)).until(() -> "blast.dlq".equals(queueOf(poison)));
 		await().atMost(Duration.ofSeconds(10)).until(() -> count("blast") == 0);
@@ -113,16 +122,23 @@ class HandlerFailureIntegrationTests {
 	@Test
 	void handlerInterruptedBecauseTheListenerStopsGetsItsAttemptBack() throws Exception {
 		QueueTemplate template = template(new JacksonPayloadConverter());
-		template.declare(QueueDefinition.of("patient").withMaxAttempts(2));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("patient").withMaxAttempts(2));
 		long id = template.send("patient", 1);
 		for (int stop = 1; stop <= 3; stop++) {
 			CountDownLatch inHandler = new CountDownLatch(1);
-			this.registry = new QueueListenerEndpointRegistry(template, this.consumerPool, Duration.ofMillis(200));
-			this.registry.registerListenerEndpoint(new QueueListenerEndpoint("patient", List.of("patient"), 1,
-					AckMode.AUTO, true, Integer.class, (message, ack) -> {
+			this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumerPool, Duration.ofMillis(200));
+			this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("patient")
+					.listener(Integer.class, (message, ack) -> {
 						inHandler.countDown();
 						Thread.sleep(60_000);
-					}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50)));
+					})
+					.containerProperties(ContainerProperties.builder(List.of("patient"))
+						.concurrency(1)
+						.errorHandler(new DefaultQueueErrorHandler())
+						.batchSize(10)
+						.pollInterval(Duration.ofMillis(50))
+						.build())
+					.build());
 			this.registry.start();
 			assertThat(inHandler.await(10, TimeUnit.SECONDS)).as("delivery after stop %d", stop - 1).isTrue();
 			this.registry.stop();
@@ -138,26 +154,33 @@ class HandlerFailureIntegrationTests {
 	@Test
 	void manualListenerThatReturnsWithoutCompletingIsRetriedAndDeadLetteredSayingSo() {
 		QueueTemplate template = template(new JacksonPayloadConverter());
-		template.declare(QueueDefinition.of("forgetful").withMaxAttempts(2)
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("forgetful").withMaxAttempts(2)
 			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
 		long id = template.send("forgetful", 1);
 		AtomicInteger deliveries = new AtomicInteger();
-		start(template, new QueueListenerEndpoint("forgetful", List.of("forgetful"), 1, AckMode.MANUAL, true,
-				Integer.class, (message, ack) -> deliveries.incrementAndGet(), new DefaultQueueErrorHandler(), 10,
-				Duration.ofMillis(50)));
+		start(template, QueueListenerEndpoint.builder("forgetful")
+				.listener(Integer.class, (message, ack) -> deliveries.incrementAndGet())
+				.containerProperties(ContainerProperties.builder(List.of("forgetful"))
+					.concurrency(1)
+					.ackMode(AckMode.MANUAL)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.build())
+				.build());
 		await().atMost(Duration.ofSeconds(20)).until(() -> "forgetful.dlq".equals(queueOf(id)));
 		assertThat(deliveries.get()).isEqualTo(2);
 		assertThat(lastError(id)).doesNotContain("consumer died").contains("without calling ack(), nack() or reject()");
 	}
 
 	private void start(QueueTemplate template, QueueListenerEndpoint endpoint) {
-		this.registry = new QueueListenerEndpointRegistry(template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumerPool, Duration.ofSeconds(5));
 		this.registry.registerListenerEndpoint(endpoint);
 		this.registry.start();
 	}
 
 	private QueueTemplate template(PayloadConverter converter) {
-		return QueueTemplate.builder(this.postgres.dataSource()).payloadConverter(converter).build();
+		return new QueueTemplate(QueueContext.builder(this.postgres.dataSource()).payloadConverter(converter).build());
 	}
 
 	private static PayloadConverter converterFor(Blowup blowup) {

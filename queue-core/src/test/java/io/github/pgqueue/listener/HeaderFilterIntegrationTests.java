@@ -65,7 +65,7 @@ class HeaderFilterIntegrationTests {
 		Map<Long, String> handledBy = new ConcurrentHashMap<>();
 		AtomicInteger duplicates = new AtomicInteger();
 		AtomicInteger wrong = new AtomicInteger();
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
 		register(queue, "kind = 'a'", mode, List.of("a"), handledBy, duplicates, wrong);
 		register(queue, "kind in ('b', 'c')", mode, List.of("b", "c"), handledBy, duplicates, wrong);
 		this.registry.start();
@@ -95,9 +95,18 @@ class HeaderFilterIntegrationTests {
 				wrong.incrementAndGet();
 			}
 		};
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(id, List.of(queue), 4, AckMode.AUTO, true,
-				Integer.class, listener, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode,
-				Duration.ofSeconds(30)).withFilter(filter));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(id)
+				.listener(Integer.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(4)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.filter(filter)
+					.build())
+				.build());
 	}
 
 	@ParameterizedTest
@@ -110,10 +119,19 @@ class HeaderFilterIntegrationTests {
 			mostLocks.accumulateAndGet(advisoryLocks(), Math::max);
 			messages.forEach((message) -> order.add((Integer) message.payload()));
 		};
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.batch(queue, List.of(queue), 1, true,
-				Integer.class, listener, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode,
-				Duration.ofSeconds(30)).withFilter("kind in ('x', 'y', 'z')"));
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
+				.batchListener(Integer.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.filter("kind in ('x', 'y', 'z')")
+					.build())
+				.build());
 		this.registry.start();
 		// Claims enough for the driver and the server to switch to a generic plan, which does not
 		// know the filter's size: with the filter in the lock's WHERE clause, that plan would lock first.
@@ -149,9 +167,17 @@ class HeaderFilterIntegrationTests {
 	@Test
 	void anInvalidFilterFailsTheEndpointNamingFilterAndListener() {
 		assertThatIllegalArgumentException()
-			.isThrownBy(() -> new QueueListenerEndpoint("mailer", List.of("emails"), 1, AckMode.AUTO, true,
-					Integer.class, (message, ack) -> {
-					}, new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(1)).withFilter("type == 'a'"))
+			.isThrownBy(() -> QueueListenerEndpoint.builder("mailer")
+					.listener(Integer.class, (message, ack) -> {
+					})
+					.containerProperties(ContainerProperties.builder(List.of("emails"))
+						.concurrency(1)
+						.errorHandler(new DefaultQueueErrorHandler())
+						.batchSize(10)
+						.pollInterval(Duration.ofSeconds(1))
+						.filter("type == 'a'")
+						.build())
+					.build())
 			.withMessage("filter 'type == 'a'' of listener 'mailer': expected a value: a string in single quotes "
 					+ "or a number at position 7");
 	}

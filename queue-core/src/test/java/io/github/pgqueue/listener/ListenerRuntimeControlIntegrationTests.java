@@ -43,7 +43,7 @@ class ListenerRuntimeControlIntegrationTests {
 
 	private final HikariDataSource consumerPool = this.postgres.pool("control", 12);
 
-	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
 			this.consumerPool, Duration.ofSeconds(5));
 
 	@AfterEach
@@ -181,8 +181,16 @@ class ListenerRuntimeControlIntegrationTests {
 
 	private QueueListenerEndpoint endpoint(String id, String queue, int concurrency, boolean autoStartup,
 			QueueMessageListener listener, Duration pollInterval) {
-		return new QueueListenerEndpoint(id, List.of(queue), concurrency, AckMode.AUTO, autoStartup, Integer.class,
-				listener, new DefaultQueueErrorHandler(), 5, pollInterval);
+		return QueueListenerEndpoint.builder(id)
+				.listener(Integer.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(concurrency)
+					.autoStartup(autoStartup)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(5)
+					.pollInterval(pollInterval)
+					.build())
+				.build();
 	}
 
 	private int queued(String queue) {

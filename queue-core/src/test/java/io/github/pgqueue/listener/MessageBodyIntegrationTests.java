@@ -14,6 +14,8 @@ import io.github.pgqueue.JaxbPayloadConverter;
 import io.github.pgqueue.Lease;
 import io.github.pgqueue.PayloadConversionException;
 import io.github.pgqueue.PayloadConverter;
+import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueMessage;
 import io.github.pgqueue.QueueTemplate;
@@ -50,9 +52,8 @@ class MessageBodyIntegrationTests {
 
 	private final HikariDataSource consumerPool = this.postgres.pool("bodies", 4);
 
-	private final QueueTemplate xmlTemplate = QueueTemplate.builder(this.postgres.dataSource())
-		.payloadConverter(new JaxbPayloadConverter(new JacksonPayloadConverter()))
-		.build();
+	private final QueueTemplate xmlTemplate = new QueueTemplate(QueueContext.builder(this.postgres.dataSource())
+		.payloadConverter(new JaxbPayloadConverter(new JacksonPayloadConverter())).build());
 
 	private QueueListenerEndpointRegistry registry;
 
@@ -110,9 +111,16 @@ class MessageBodyIntegrationTests {
 	void aListenerReadsAnXmlBodyInsertedWithPlainSql(ConsumptionMode mode) throws Exception {
 		insertXml("orders", "<order><sku>D-1</sku><quantity>5</quantity></order>");
 		BlockingQueue<QueueMessage<Object>> received = new LinkedBlockingQueue<>();
-		start(new QueueListenerEndpoint("orders", List.of("orders"), 1, AckMode.AUTO, true, Order.class,
-				(message, ack) -> received.add(message), new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode,
-				QueueListenerEndpoint.DEFAULT_TRANSACTION_TIMEOUT));
+		start(QueueListenerEndpoint.builder("orders")
+				.listener(Order.class, (message, ack) -> received.add(message))
+				.containerProperties(ContainerProperties.builder(List.of("orders"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(mode)
+					.build())
+				.build());
 		QueueMessage<Object> message = received.poll(20, TimeUnit.SECONDS);
 		assertThat(message).isNotNull();
 		assertThat(message.payload()).isEqualTo(new Order("D-1", 5));
@@ -125,9 +133,15 @@ class MessageBodyIntegrationTests {
 		this.xmlTemplate.sendBatch("orders", List.of(new Order("E-1", 1), new Order("E-2", 2)));
 		long malformed = insertXml("orders", "<order><sku>E-3</sku>");
 		BlockingQueue<List<QueueMessage<Object>>> batches = new LinkedBlockingQueue<>();
-		start(QueueListenerEndpoint.batch("orders", List.of("orders"), 1, true, Order.class, batches::add,
-				new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), ConsumptionMode.SESSION,
-				QueueListenerEndpoint.DEFAULT_TRANSACTION_TIMEOUT));
+		start(QueueListenerEndpoint.builder("orders")
+				.batchListener(Order.class, batches::add)
+				.containerProperties(ContainerProperties.builder(List.of("orders"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.build())
+				.build());
 		List<QueueMessage<Object>> batch = batches.poll(20, TimeUnit.SECONDS);
 		assertThat(batch).extracting(QueueMessage::payload).containsExactly(new Order("E-1", 1), new Order("E-2", 2));
 		await().atMost(Duration.ofSeconds(10)).until(() -> "orders.dlq".equals(queueOf(malformed)));
@@ -139,8 +153,15 @@ class MessageBodyIntegrationTests {
 		long malformed = insertXml("orders", "<order><sku>F-1</sku><quantity>1</quantity></ordre>");
 		long next = this.xmlTemplate.send("orders", new Order("F-2", 1));
 		BlockingQueue<Long> handled = new LinkedBlockingQueue<>();
-		start(new QueueListenerEndpoint("orders", List.of("orders"), 1, AckMode.AUTO, true, Order.class,
-				(message, ack) -> handled.add(message.id()), new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50)));
+		start(QueueListenerEndpoint.builder("orders")
+				.listener(Order.class, (message, ack) -> handled.add(message.id()))
+				.containerProperties(ContainerProperties.builder(List.of("orders"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.build())
+				.build());
 		assertThat(handled.poll(20, TimeUnit.SECONDS)).isEqualTo(next);
 		await().atMost(Duration.ofSeconds(10)).until(() -> "orders.dlq".equals(queueOf(malformed)));
 		assertThat(lastError(malformed)).startsWith("Cannot read application/xml body as " + Order.class.getName() + ": ")
@@ -224,8 +245,8 @@ class MessageBodyIntegrationTests {
 	}
 
 	private void start(QueueListenerEndpoint endpoint) {
-		this.xmlTemplate.declare(QueueDefinition.of("orders").withMaxAttempts(2));
-		this.registry = new QueueListenerEndpointRegistry(this.xmlTemplate, this.consumerPool, Duration.ofSeconds(5));
+		new QueueAdmin(this.xmlTemplate.context()).declare(QueueDefinition.of("orders").withMaxAttempts(2));
+		this.registry = new QueueListenerEndpointRegistry(this.xmlTemplate.context(), this.consumerPool, Duration.ofSeconds(5));
 		this.registry.registerListenerEndpoint(endpoint);
 		this.registry.start();
 	}

@@ -36,7 +36,7 @@ class NotifyConnectionIntegrationTests {
 
 	private final HikariDataSource consumerPool = this.postgres.pool("notify-test", 2);
 
-	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
 			this.consumerPool, Duration.ofSeconds(5));
 
 	private final AtomicInteger handled = new AtomicInteger();
@@ -83,9 +83,15 @@ class NotifyConnectionIntegrationTests {
 	}
 
 	private void start() {
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("woken", List.of("woken"), 1, AckMode.AUTO,
-				true, Integer.class, (message, ack) -> this.handled.incrementAndGet(), new DefaultQueueErrorHandler(),
-				10, Duration.ofSeconds(60)));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("woken")
+				.listener(Integer.class, (message, ack) -> this.handled.incrementAndGet())
+				.containerProperties(ContainerProperties.builder(List.of("woken"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofSeconds(60))
+					.build())
+				.build());
 		this.registry.start();
 		await().atMost(Duration.ofSeconds(10)).until(this.registry::isListening);
 		this.template.send("woken", 1);

@@ -7,6 +7,7 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.SendOptions;
@@ -36,9 +37,11 @@ class OnTimeDeliveryIntegrationTests {
 
 	private final QueueTemplate template = QueueTemplate.builder(this.postgres.dataSource()).build();
 
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
+
 	private final HikariDataSource consumerPool = this.postgres.pool("on-time", 6);
 
-	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
 			this.consumerPool, Duration.ofSeconds(5));
 
 	@AfterEach
@@ -72,7 +75,7 @@ class OnTimeDeliveryIntegrationTests {
 
 	@Test
 	void failingMessageIsRetriedWhenItsBackOffEndsAndReachesTheDeadLetterQueueInSeconds() {
-		this.template.declare(QueueDefinition.of("retried").withMaxAttempts(3)
+		this.admin.declare(QueueDefinition.of("retried").withMaxAttempts(3)
 			.withBackoff(Duration.ofMillis(300), 1.0, Duration.ofMillis(300)));
 		List<Integer> attempts = new CopyOnWriteArrayList<>();
 		listen("retried", 1, (message, ack) -> {
@@ -86,8 +89,15 @@ class OnTimeDeliveryIntegrationTests {
 	}
 
 	private void listen(String queue, int concurrency, QueueMessageListener listener) {
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint(queue, List.of(queue), concurrency,
-				AckMode.AUTO, true, Integer.class, listener, new DefaultQueueErrorHandler(), 10, POLL_INTERVAL));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
+				.listener(Integer.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(concurrency)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(POLL_INTERVAL)
+					.build())
+				.build());
 		this.registry.start();
 	}
 

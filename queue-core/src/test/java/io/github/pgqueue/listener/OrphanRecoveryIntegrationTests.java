@@ -12,6 +12,8 @@ import java.util.stream.IntStream;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
+import io.github.pgqueue.ContextInternals;
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.internal.ClaimedMessage;
 import io.github.pgqueue.internal.ConsumerSession;
@@ -44,9 +46,11 @@ class OrphanRecoveryIntegrationTests {
 
 	private final QueueTemplate template = QueueTemplate.builder(this.postgres.dataSource()).build();
 
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
+
 	private final HikariDataSource consumerPool = this.postgres.pool("orphan-consumers", 12);
 
-	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
 			this.consumerPool, Duration.ofMillis(200));
 
 	@AfterEach
@@ -56,8 +60,15 @@ class OrphanRecoveryIntegrationTests {
 	}
 
 	private static QueueListenerEndpoint endpoint(String id, String queue, QueueMessageListener listener) {
-		return new QueueListenerEndpoint(id, List.of(queue), 1, AckMode.AUTO, true, Integer.class, listener,
-				new DefaultQueueErrorHandler(), 10, Duration.ofMillis(100));
+		return QueueListenerEndpoint.builder(id)
+				.listener(Integer.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(100))
+					.build())
+				.build();
 	}
 
 	@Test
@@ -126,7 +137,7 @@ class OrphanRecoveryIntegrationTests {
 	 */
 	@Test
 	void orphansReachTheHandlerInTurnAndOneThatKillsItsConsumerReachesItsMaxAttempts() {
-		this.template.declare(io.github.pgqueue.QueueDefinition.of("orphans").withMaxAttempts(4));
+		this.admin.declare(io.github.pgqueue.QueueDefinition.of("orphans").withMaxAttempts(4));
 		List<Long> orphans = orphans("orphans", 30);
 		long poison = orphans.get(4);
 		Map<Long, List<Integer>> attempts = new ConcurrentHashMap<>();
@@ -154,10 +165,17 @@ class OrphanRecoveryIntegrationTests {
 	void aBatchListenerGetsOrphansOneAtATime() {
 		List<Long> orphans = orphans("orphan-batches", 5);
 		List<List<Long>> batches = new java.util.concurrent.CopyOnWriteArrayList<>();
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.batch("orphan-batches", List.of("orphan-batches"), 1,
-				true, Integer.class, (messages) -> batches.add(messages.stream().map((m) -> m.id()).toList()),
-				new DefaultQueueErrorHandler(), 10, Duration.ofMillis(100), io.github.pgqueue.ConsumptionMode.SESSION,
-				Duration.ofSeconds(30)));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("orphan-batches")
+				.batchListener(Integer.class, (messages) -> batches.add(messages.stream().map((m) -> m.id()).toList()))
+				.containerProperties(ContainerProperties.builder(List.of("orphan-batches"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(100))
+					.mode(io.github.pgqueue.ConsumptionMode.SESSION)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 		await().atMost(Duration.ofSeconds(20)).until(() -> this.jdbc.queryForObject(
 				"SELECT count(*) FROM pgqueue.message WHERE queue = 'orphan-batches'", Long.class) == 0);
@@ -172,7 +190,7 @@ class OrphanRecoveryIntegrationTests {
 	/** Sends {@code count} messages to {@code queue}, held by a consumer that then died; their ids. */
 	private List<Long> orphans(String queue, int count) {
 		List<Long> ids = this.template.sendBatch(queue, IntStream.range(0, count).boxed().toList());
-		ConsumerSession dying = this.template.openSession();
+		ConsumerSession dying = ContextInternals.openSession(this.template.context());
 		assertThat(dying.claim(queue, count).messages()).extracting(ClaimedMessage::id).containsExactlyElementsOf(ids);
 		terminate(dying);
 		return ids;
@@ -188,7 +206,7 @@ class OrphanRecoveryIntegrationTests {
 	/** Sends a message to {@code queue} and leaves it held by a consumer that died; its id. */
 	private long orphan(String queue) {
 		long id = this.template.send(queue, 7);
-		ConsumerSession dying = this.template.openSession();
+		ConsumerSession dying = ContextInternals.openSession(this.template.context());
 		List<ClaimedMessage> held = dying.claim(queue, 10).messages();
 		assertThat(held).extracting(ClaimedMessage::id).containsExactly(id);
 		terminate(dying);

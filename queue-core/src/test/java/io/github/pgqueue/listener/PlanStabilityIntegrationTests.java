@@ -10,6 +10,8 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.SendOptions;
@@ -80,17 +82,26 @@ class PlanStabilityIntegrationTests {
 		Map<String, Object> before;
 		try (HikariDataSource app = genericPlans(application + "-app");
 				HikariDataSource consumers = genericPlans(application)) {
-			QueueTemplate template = QueueTemplate.builder(app).schema(SCHEMA).build();
-			QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(template, consumers,
+			QueueTemplate template = new QueueTemplate(QueueContext.builder(app).schema(SCHEMA).build());
+			QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(template.context(), consumers,
 					Duration.ofSeconds(5));
-			registry.registerListenerEndpoint(new QueueListenerEndpoint("plans", List.of("plans"), 1, AckMode.AUTO,
-					true, Integer.class, (message, ack) -> {
+			registry.registerListenerEndpoint(QueueListenerEndpoint.builder("plans")
+					.listener(Integer.class, (message, ack) -> {
 						if ((Integer) message.payload() % 10 == 0 && message.attempt() == 1) {
 							throw new IllegalStateException("retry me"); // the retry statement runs too
 						}
 						handled.incrementAndGet();
-					}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(20), mode, Duration.ofSeconds(30)));
-			template.declare(new QueueDefinition("plans", 5, Duration.ofMillis(1), 1.0, Duration.ofMillis(1), null));
+					})
+					.containerProperties(ContainerProperties.builder(List.of("plans"))
+						.concurrency(1)
+						.errorHandler(new DefaultQueueErrorHandler())
+						.batchSize(10)
+						.pollInterval(Duration.ofMillis(20))
+						.mode(mode)
+						.transactionTimeout(Duration.ofSeconds(30))
+						.build())
+					.build());
+			new QueueAdmin(template.context()).declare(new QueueDefinition("plans", 5, Duration.ofMillis(1), 1.0, Duration.ofMillis(1), null));
 			before = scans();
 			registry.start();
 			try {

@@ -18,6 +18,8 @@ import java.util.stream.IntStream;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
+import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueMessage;
 import io.github.pgqueue.QueueTemplate;
@@ -42,13 +44,14 @@ class QueueListenerContainerIntegrationTests {
 
 	private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
 
-	private final QueueTemplate template = QueueTemplate.builder(this.postgres.dataSource())
-		.meterRegistry(this.meters)
-		.build();
+	private final QueueTemplate template = new QueueTemplate(QueueContext.builder(this.postgres.dataSource())
+		.meterRegistry(this.meters).build());
+
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
 
 	private final HikariDataSource consumerPool = this.postgres.pool("consumers", 12);
 
-	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template,
+	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
 			this.consumerPool, Duration.ofSeconds(5));
 
 	@AfterEach
@@ -59,8 +62,16 @@ class QueueListenerContainerIntegrationTests {
 
 	private QueueListenerEndpoint endpoint(String id, String queue, int concurrency, AckMode ackMode,
 			QueueMessageListener listener) {
-		return new QueueListenerEndpoint(id, List.of(queue), concurrency, ackMode, true, Integer.class, listener,
-				new DefaultQueueErrorHandler(), 10, Duration.ofMillis(200));
+		return QueueListenerEndpoint.builder(id)
+				.listener(Integer.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(concurrency)
+					.ackMode(ackMode)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(200))
+					.build())
+				.build();
 	}
 
 	@Test
@@ -130,7 +141,7 @@ class QueueListenerContainerIntegrationTests {
 
 	@Test
 	void failingMessageIsRetriedWithBackoffThenDeadLettered() {
-		this.template.declare(QueueDefinition.of("flaky").withMaxAttempts(3)
+		this.admin.declare(QueueDefinition.of("flaky").withMaxAttempts(3)
 			.withBackoff(Duration.ofMillis(50), 2.0, Duration.ofSeconds(1)));
 		List<Integer> attempts = new ArrayList<>();
 		this.registry.registerListenerEndpoint(endpoint("flaky", "flaky", 1, AckMode.AUTO, (message, ack) -> {
@@ -189,9 +200,15 @@ class QueueListenerContainerIntegrationTests {
 	@Test
 	void notificationWakesAnIdleListenerLongBeforeItsPollInterval() throws Exception {
 		CountDownLatch received = new CountDownLatch(1);
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("idle", List.of("idle"), 1, AckMode.AUTO,
-				true, Integer.class, (message, ack) -> received.countDown(), new DefaultQueueErrorHandler(), 10,
-				Duration.ofSeconds(30)));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("idle")
+				.listener(Integer.class, (message, ack) -> received.countDown())
+				.containerProperties(ContainerProperties.builder(List.of("idle"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 		await().atMost(Duration.ofSeconds(5)).until(this.registry::isListening);
 		Thread.sleep(300); // let the poller finish its first, empty poll and start waiting
@@ -259,11 +276,18 @@ class QueueListenerContainerIntegrationTests {
 	void idleListenerPollsAboutOncePerPollIntervalWhateverItsConcurrency() throws Exception {
 		AtomicInteger claims = new AtomicInteger();
 		javax.sql.DataSource counting = countingClaims(this.consumerPool, claims);
-		QueueListenerEndpointRegistry idle = new QueueListenerEndpointRegistry(this.template, counting,
+		QueueListenerEndpointRegistry idle = new QueueListenerEndpointRegistry(this.template.context(), counting,
 				Duration.ofSeconds(5));
-		idle.registerListenerEndpoint(new QueueListenerEndpoint("idle-cost", List.of("idle-cost"), 4, AckMode.AUTO,
-				true, Integer.class, (message, ack) -> {
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(200)));
+		idle.registerListenerEndpoint(QueueListenerEndpoint.builder("idle-cost")
+				.listener(Integer.class, (message, ack) -> {
+				})
+				.containerProperties(ContainerProperties.builder(List.of("idle-cost"))
+					.concurrency(4)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(200))
+					.build())
+				.build());
 		idle.start();
 		try {
 			Thread.sleep(500); // every poller's first claim is done
@@ -328,7 +352,7 @@ class QueueListenerContainerIntegrationTests {
 
 	@Test
 	void handlerThatOutlivesTheShutdownTimeoutIsInterruptedAndItsMessageReleased() throws Exception {
-		QueueListenerEndpointRegistry impatient = new QueueListenerEndpointRegistry(this.template, this.consumerPool,
+		QueueListenerEndpointRegistry impatient = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool,
 				Duration.ofMillis(200));
 		CountDownLatch inHandler = new CountDownLatch(1);
 		impatient.registerListenerEndpoint(endpoint("stuck", "stuck", 1, AckMode.AUTO, (message, ack) -> {
@@ -347,17 +371,24 @@ class QueueListenerContainerIntegrationTests {
 
 	@Test
 	void stopIsBoundedByTheShutdownTimeoutPlusOneGraceForAllStuckHandlersTogether() throws Exception {
-		QueueListenerEndpointRegistry impatient = new QueueListenerEndpointRegistry(this.template, this.consumerPool,
+		QueueListenerEndpointRegistry impatient = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool,
 				Duration.ofMillis(300));
 		CountDownLatch allStuck = new CountDownLatch(8);
 		AtomicBoolean release = new AtomicBoolean();
-		impatient.registerListenerEndpoint(new QueueListenerEndpoint("deaf", List.of("deaf"), 8, AckMode.AUTO, true,
-				Integer.class, (message, ack) -> {
+		impatient.registerListenerEndpoint(QueueListenerEndpoint.builder("deaf")
+				.listener(Integer.class, (message, ack) -> {
 					allStuck.countDown();
 					while (!release.get()) { // ignores interrupts
 						java.util.concurrent.locks.LockSupport.parkNanos(10_000_000);
 					}
-				}, new DefaultQueueErrorHandler(), 1, Duration.ofMillis(100)));
+				})
+				.containerProperties(ContainerProperties.builder(List.of("deaf"))
+					.concurrency(8)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(1)
+					.pollInterval(Duration.ofMillis(100))
+					.build())
+				.build());
 		this.template.sendBatch("deaf", IntStream.range(0, 8).boxed().toList());
 		impatient.start();
 		assertThat(allStuck.await(10, TimeUnit.SECONDS)).isTrue();
@@ -389,14 +420,14 @@ class QueueListenerContainerIntegrationTests {
 	 */
 	@Test
 	void aContainerStartedWhileTheRegistryIsNotRunningStartsNoKeepAliveThread() {
-		QueueListenerEndpointRegistry neverStarted = new QueueListenerEndpointRegistry(this.template, this.consumerPool,
+		QueueListenerEndpointRegistry neverStarted = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool,
 				Duration.ofSeconds(5));
 		neverStarted.registerListenerEndpoint(endpoint("never-started", "never-started", 1, AckMode.AUTO,
 				(message, ack) -> {
 				}));
 		assertStartLeavesNoKeepAliveThread(neverStarted.getListenerContainer("never-started"));
 
-		QueueListenerEndpointRegistry stopped = new QueueListenerEndpointRegistry(this.template, this.consumerPool,
+		QueueListenerEndpointRegistry stopped = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool,
 				Duration.ofSeconds(5));
 		stopped.registerListenerEndpoint(endpoint("started-late", "started-late", 1, AckMode.AUTO, (message, ack) -> {
 		}));

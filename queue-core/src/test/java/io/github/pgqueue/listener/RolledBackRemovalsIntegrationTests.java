@@ -43,7 +43,7 @@ class RolledBackRemovalsIntegrationTests {
 
 	private final QueueTemplate template = QueueTemplate.builder(this.app).build();
 
-	private final QueueAdmin admin = new QueueAdmin(this.template);
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
 
 	private final TransactionTemplate transactions = new TransactionTemplate(new JdbcTransactionManager(this.app));
 
@@ -63,7 +63,7 @@ class RolledBackRemovalsIntegrationTests {
 		List<String> queues = List.of("undone-cancel", "undone-purge", "undone-redrive", "undone-redrive.dlq",
 				"undone-chosen", "undone-chosen.dlq");
 		for (String queue : queues) {
-			this.template.declare(QueueDefinition.of(queue).withMaxAttempts(1));
+			this.admin.declare(QueueDefinition.of(queue).withMaxAttempts(1));
 		}
 		long cancelled = this.template.send("undone-cancel", 1);
 		long purged = this.template.send("undone-purge", 2);
@@ -77,7 +77,7 @@ class RolledBackRemovalsIntegrationTests {
 		this.transactions.executeWithoutResult((status) -> {
 			assertThat(this.template.cancel("undone-cancel", cancelled)).isEqualTo(CancelResult.REMOVED);
 			assertThat(this.admin.purge("undone-purge", QueueAdmin.Purge.ALL)).isEqualTo(1);
-			assertThat(this.template.redrive("undone-redrive", 10)).isEqualTo(1);
+			assertThat(this.admin.redrive("undone-redrive", 10)).isEqualTo(1);
 			assertThat(this.admin.redrive(List.of(chosen))).containsExactly(chosen);
 			status.setRollbackOnly();
 		});
@@ -85,11 +85,18 @@ class RolledBackRemovalsIntegrationTests {
 				Long.class)).as("rows whose lock marker names the rolled-back transaction").isEqualTo(4);
 
 		Map<Long, Integer> attempts = new ConcurrentHashMap<>();
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("undone", queues, 1, AckMode.AUTO, true,
-				Integer.class, (message, ack) -> attempts.put(message.id(), message.attempt()),
-				new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), ConsumptionMode.TRANSACTIONAL,
-				Duration.ofSeconds(30)));
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("undone")
+				.listener(Integer.class, (message, ack) -> attempts.put(message.id(), message.attempt()))
+				.containerProperties(ContainerProperties.builder(queues)
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(ConsumptionMode.TRANSACTIONAL)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 
 		await().atMost(Duration.ofSeconds(20)).until(() -> this.jdbc.queryForObject(
@@ -108,21 +115,29 @@ class RolledBackRemovalsIntegrationTests {
 	 */
 	@Test
 	void aTransactionalConsumerThatCancelsAMessageAndDiesIsCountedEachTime() {
-		this.template.declare(QueueDefinition.of("cancelling").withMaxAttempts(2));
-		this.template.declare(QueueDefinition.of("reminders"));
+		this.admin.declare(QueueDefinition.of("cancelling").withMaxAttempts(2));
+		this.admin.declare(QueueDefinition.of("reminders"));
 		long poison = this.template.send("cancelling", 1);
 		List<Long> reminders = this.template.sendBatch("reminders", List.of(1, 2, 3));
 		Map<Integer, Integer> deaths = new ConcurrentHashMap<>();
 		JdbcTemplate appJdbc = new JdbcTemplate(this.app);
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("cancelling", List.of("cancelling"), 1,
-				AckMode.AUTO, true, Integer.class, (message, ack) -> {
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("cancelling")
+				.listener(Integer.class, (message, ack) -> {
 					int attempt = message.attempt();
 					deaths.merge(attempt, 1, Integer::sum);
 					assertThat(this.template.cancel("reminders", reminders.get(attempt - 1))).isEqualTo(CancelResult.REMOVED);
 					appJdbc.queryForObject("SELECT pg_terminate_backend(pg_backend_pid())", Boolean.class);
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), ConsumptionMode.TRANSACTIONAL,
-				Duration.ofSeconds(30)));
+				})
+				.containerProperties(ContainerProperties.builder(List.of("cancelling"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(ConsumptionMode.TRANSACTIONAL)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 
 		await().atMost(Duration.ofSeconds(30)).until(() -> "cancelling.dlq".equals(this.jdbc.queryForObject(
@@ -138,17 +153,25 @@ class RolledBackRemovalsIntegrationTests {
 	 */
 	@Test
 	void aTransactionalConsumerThatDiesIsCountedEachTime() {
-		this.template.declare(QueueDefinition.of("deadly").withMaxAttempts(3));
+		this.admin.declare(QueueDefinition.of("deadly").withMaxAttempts(3));
 		long poison = this.template.send("deadly", 1);
 		Map<Integer, Integer> deaths = new ConcurrentHashMap<>();
 		JdbcTemplate appJdbc = new JdbcTemplate(this.app);
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("deadly", List.of("deadly"), 1, AckMode.AUTO,
-				true, Integer.class, (message, ack) -> {
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("deadly")
+				.listener(Integer.class, (message, ack) -> {
 					deaths.merge(message.attempt(), 1, Integer::sum);
 					appJdbc.queryForObject("SELECT pg_terminate_backend(pg_backend_pid())", Boolean.class);
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), ConsumptionMode.TRANSACTIONAL,
-				Duration.ofSeconds(30)));
+				})
+				.containerProperties(ContainerProperties.builder(List.of("deadly"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(ConsumptionMode.TRANSACTIONAL)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		this.registry.start();
 
 		await().atMost(Duration.ofSeconds(30)).until(() -> "deadly.dlq".equals(this.jdbc.queryForObject(

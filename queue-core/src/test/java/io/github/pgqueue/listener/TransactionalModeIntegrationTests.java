@@ -14,7 +14,9 @@ import java.util.stream.IntStream;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.ContextInternals;
 import io.github.pgqueue.Lease;
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.testing.EmbeddedPostgres;
@@ -52,6 +54,8 @@ class TransactionalModeIntegrationTests {
 
 	private final QueueTemplate template = QueueTemplate.builder(this.app).build();
 
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
+
 	private QueueListenerEndpointRegistry registry;
 
 	@BeforeEach
@@ -71,7 +75,7 @@ class TransactionalModeIntegrationTests {
 
 	@Test
 	void everyMessageTakesEffectExactlyOnceUnderConcurrentConsumers() {
-		this.template.declare(QueueDefinition.of("orders"));
+		this.admin.declare(QueueDefinition.of("orders"));
 		int total = 6000;
 		List<Integer> payloads = IntStream.range(0, total).boxed().toList();
 		for (int i = 0; i < total; i += 1000) {
@@ -95,7 +99,7 @@ class TransactionalModeIntegrationTests {
 
 	@Test
 	void failuresSplitBatchesWithoutLosingOrDoublingAnEffectUnderConcurrentConsumers() {
-		this.template.declare(QueueDefinition.of("ledger").withMaxAttempts(5)
+		this.admin.declare(QueueDefinition.of("ledger").withMaxAttempts(5)
 			.withBackoff(Duration.ofMillis(10), 1.0, Duration.ofMillis(10)));
 		int total = 2000;
 		this.template.sendBatch("ledger", IntStream.range(0, total).boxed().toList());
@@ -125,7 +129,7 @@ class TransactionalModeIntegrationTests {
 
 	@Test
 	void aFailingHandlerRollsBackOnlyItsOwnWritesAndItsAttemptIsWritten() {
-		this.template.declare(QueueDefinition.of("ledger").withMaxAttempts(3)
+		this.admin.declare(QueueDefinition.of("ledger").withMaxAttempts(3)
 			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
 		List<Long> ids = this.template.sendBatch("ledger", List.of(1, 2, 3, 4, 5, 6));
 		long poison = ids.get(2);
@@ -165,12 +169,12 @@ class TransactionalModeIntegrationTests {
 	void aTransactionManagerThatAllowsNoNestedTransactionsStillGetsASavepointPerMessage() {
 		JdbcTransactionManager noSavepoints = new JdbcTransactionManager(this.app);
 		noSavepoints.setNestedTransactionAllowed(false);
-		this.template.declare(QueueDefinition.of("journal").withMaxAttempts(3)
+		this.admin.declare(QueueDefinition.of("journal").withMaxAttempts(3)
 			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
 		List<Long> ids = this.template.sendBatch("journal", List.of(1, 2, 3, 4, 5));
 		long poison = ids.get(2);
 		Map<Integer, AtomicInteger> handled = new ConcurrentHashMap<>();
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
 		this.registry.setTransactionManager(noSavepoints);
 		this.registry.registerListenerEndpoint(endpoint("journal", "journal", 2, AckMode.AUTO, (message, ack) -> {
 			int n = (Integer) message.payload();
@@ -199,7 +203,7 @@ class TransactionalModeIntegrationTests {
 
 	@Test
 	void aConsumerThatDiesMidHandlerWritesNothingAndItsAttemptStillCounts() {
-		this.template.declare(QueueDefinition.of("fragile").withMaxAttempts(5));
+		this.admin.declare(QueueDefinition.of("fragile").withMaxAttempts(5));
 		long id = this.template.send("fragile", 1);
 		List<Integer> attempts = new java.util.concurrent.CopyOnWriteArrayList<>();
 		start(endpoint("fragile", "fragile", 1, AckMode.AUTO, (message, ack) -> {
@@ -221,7 +225,7 @@ class TransactionalModeIntegrationTests {
 
 	@Test
 	void aMessageThatKillsItsConsumerEveryTimeIsDeadLettered() {
-		this.template.declare(QueueDefinition.of("deadly").withMaxAttempts(3));
+		this.admin.declare(QueueDefinition.of("deadly").withMaxAttempts(3));
 		List<Long> ids = this.template.sendBatch("deadly", List.of(1, 2, 3, 4));
 		long poison = ids.get(1);
 		Map<Integer, AtomicInteger> handled = new ConcurrentHashMap<>();
@@ -249,7 +253,7 @@ class TransactionalModeIntegrationTests {
 	@Test
 	void messagesHeldByASessionConsumerThatDiedCountTheirLostAttemptInATransactionalConsumer() {
 		List<Long> ids = this.template.sendBatch("shared", List.of(1, 2, 3));
-		io.github.pgqueue.internal.ConsumerSession dying = this.template.openSession();
+		io.github.pgqueue.internal.ConsumerSession dying = ContextInternals.openSession(this.template.context());
 		assertThat(dying.claim("shared", 3).messages()).hasSize(3);
 		this.jdbc.queryForObject("SELECT pg_terminate_backend(?)", Boolean.class, dying.backendPid());
 		await().atMost(Duration.ofSeconds(10)).until(() -> advisoryLocks() == 0);
@@ -266,18 +270,26 @@ class TransactionalModeIntegrationTests {
 
 	@Test
 	void aTransactionPastItsTimeoutIsRolledBackAndTheAttemptCounted() {
-		this.template.declare(QueueDefinition.of("slow").withMaxAttempts(3)
+		this.admin.declare(QueueDefinition.of("slow").withMaxAttempts(3)
 			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
 		long id = this.template.send("slow", 1);
-		start(new QueueListenerEndpoint("slow", List.of("slow"), 1, AckMode.AUTO, true, Integer.class,
-				(message, ack) -> {
+		start(QueueListenerEndpoint.builder("slow")
+				.listener(Integer.class, (message, ack) -> {
 					this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id(),
 							message.attempt());
 					if (message.attempt() == 1) {
 						Thread.sleep(700);
 					}
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), ConsumptionMode.TRANSACTIONAL,
-				Duration.ofMillis(300)));
+				})
+				.containerProperties(ContainerProperties.builder(List.of("slow"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(ConsumptionMode.TRANSACTIONAL)
+					.transactionTimeout(Duration.ofMillis(300))
+					.build())
+				.build());
 
 		await().atMost(Duration.ofSeconds(20)).until(() -> count("slow") == 0);
 		assertThat(this.jdbc.queryForList("SELECT attempt FROM effect WHERE message_id = ?", Integer.class, id))
@@ -286,7 +298,7 @@ class TransactionalModeIntegrationTests {
 
 	@Test
 	void manualAcknowledgmentCompletesInTheTransaction() {
-		this.template.declare(QueueDefinition.of("manual").withMaxAttempts(2)
+		this.admin.declare(QueueDefinition.of("manual").withMaxAttempts(2)
 			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
 		long nacked = this.template.send("manual", 1);
 		long rejected = this.template.send("manual", 2);
@@ -314,7 +326,7 @@ class TransactionalModeIntegrationTests {
 
 	@Test
 	void heldMessagesAreInFlightAndSkippedBySessionConsumersAndCancel() throws Exception {
-		this.template.declare(QueueDefinition.of("shared"));
+		this.admin.declare(QueueDefinition.of("shared"));
 		long held = this.template.send("shared", 1);
 		CountDownLatch inHandler = new CountDownLatch(1);
 		CountDownLatch release = new CountDownLatch(1);
@@ -334,7 +346,7 @@ class TransactionalModeIntegrationTests {
 	@Test
 	void claimingAMessageThatIsNoLongerASuspectTakesNothingAndLeavesNoLock() {
 		long id = this.template.send("settled", 1);
-		try (io.github.pgqueue.internal.ConsumerSession session = this.template.openSession(this.consumerPool)) {
+		try (io.github.pgqueue.internal.ConsumerSession session = ContextInternals.openSession(this.template.context(), this.consumerPool)) {
 			assertThat(session.claimSuspect("settled", id).messages()).isEmpty();
 			assertThat(advisoryLocks()).as("the lock is tried only on a row that is a suspect").isZero();
 		}
@@ -411,7 +423,7 @@ class TransactionalModeIntegrationTests {
 			assertThat(claimTransactionally(claimer, "locked-before", 10)).containsExactly(id);
 			claimer.rollback();
 		}
-		try (io.github.pgqueue.internal.ConsumerSession session = this.template.openSession(this.consumerPool)) {
+		try (io.github.pgqueue.internal.ConsumerSession session = ContextInternals.openSession(this.template.context(), this.consumerPool)) {
 			assertThat(session.claim("locked-before", 10).messages()).as("and by a session consumer")
 				.extracting(io.github.pgqueue.internal.ClaimedMessage::id).containsExactly(id);
 		}
@@ -453,7 +465,7 @@ class TransactionalModeIntegrationTests {
 	 */
 	@Test
 	void theClaimIsPlannedOnceAndHandlersKeepThePlannerSettingsOfTheirConnection() {
-		this.template.declare(QueueDefinition.of("planned"));
+		this.admin.declare(QueueDefinition.of("planned"));
 		int total = 300;
 		this.template.sendBatch("planned", IntStream.range(0, total).boxed().toList());
 		Set<String> settings = ConcurrentHashMap.newKeySet();
@@ -479,13 +491,22 @@ class TransactionalModeIntegrationTests {
 
 	private QueueListenerEndpoint endpoint(String id, String queue, int concurrency, AckMode ackMode,
 			QueueMessageListener listener, int batchSize) {
-		return new QueueListenerEndpoint(id, List.of(queue), concurrency, ackMode, true, Integer.class, listener,
-				new DefaultQueueErrorHandler(), batchSize, Duration.ofMillis(50), ConsumptionMode.TRANSACTIONAL,
-				Duration.ofSeconds(30));
+		return QueueListenerEndpoint.builder(id)
+				.listener(Integer.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(concurrency)
+					.ackMode(ackMode)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(batchSize)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(ConsumptionMode.TRANSACTIONAL)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build();
 	}
 
 	private void start(QueueListenerEndpoint... endpoints) {
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, Duration.ofSeconds(5));
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
 		for (QueueListenerEndpoint endpoint : endpoints) {
 			this.registry.registerListenerEndpoint(endpoint);
 		}

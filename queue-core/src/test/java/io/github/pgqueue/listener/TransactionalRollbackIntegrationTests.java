@@ -17,6 +17,7 @@ import java.util.stream.IntStream;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.testing.EmbeddedPostgres;
@@ -54,6 +55,8 @@ class TransactionalRollbackIntegrationTests {
 
 	private final QueueTemplate template = QueueTemplate.builder(this.app).build();
 
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
+
 	private QueueListenerEndpointRegistry registry;
 
 	@BeforeEach
@@ -79,7 +82,7 @@ class TransactionalRollbackIntegrationTests {
 	 */
 	@Test
 	void aFailureAfterTheSavepointRunEndsWithinABatchLosesNoEffectOfTheHandlersBeforeIt() {
-		this.template.declare(QueueDefinition.of("ledger").withMaxAttempts(5)
+		this.admin.declare(QueueDefinition.of("ledger").withMaxAttempts(5)
 			.withBackoff(Duration.ofMillis(10), 1.0, Duration.ofMillis(10)));
 		List<Long> ids = this.template.sendBatch("ledger", IntStream.rangeClosed(1, 200).boxed().toList());
 		Map<Integer, AtomicInteger> runs = new ConcurrentHashMap<>();
@@ -93,7 +96,7 @@ class TransactionalRollbackIntegrationTests {
 
 	@Test
 	void handlersFailingOnceAtRandomUnderConcurrentPollersLoseNoEffect() {
-		this.template.declare(QueueDefinition.of("ledger").withMaxAttempts(5)
+		this.admin.declare(QueueDefinition.of("ledger").withMaxAttempts(5)
 			.withBackoff(Duration.ofMillis(10), 1.0, Duration.ofMillis(10)));
 		int total = 3000;
 		long seed = System.nanoTime();
@@ -123,7 +126,7 @@ class TransactionalRollbackIntegrationTests {
 	 */
 	@Test
 	void aHandlerInterruptedByTheStopReleasesTheMessagesHandledBeforeItInItsBatch() throws Exception {
-		this.template.declare(QueueDefinition.of("ledger").withMaxAttempts(5));
+		this.admin.declare(QueueDefinition.of("ledger").withMaxAttempts(5));
 		List<Long> ids = this.template.sendBatch("ledger", IntStream.rangeClosed(1, 200).boxed().toList());
 		int blocking = 2 + TransactionalConsumption.GUARDED_AFTER_FAILURE;
 		CountDownLatch blocked = new CountDownLatch(1);
@@ -143,9 +146,17 @@ class TransactionalRollbackIntegrationTests {
 		};
 		// Message 1 is dead-lettered at its failure, so that it does not come back among the others.
 		QueueErrorHandler deadLetter = (message, error, backoff) -> FailureAction.deadLetter("fails");
-		start(Duration.ofMillis(200), new QueueListenerEndpoint("ledger", List.of("ledger"), 1, AckMode.AUTO, true,
-				Integer.class, listener, deadLetter, 10, Duration.ofMillis(50), ConsumptionMode.TRANSACTIONAL,
-				Duration.ofSeconds(30)));
+		start(Duration.ofMillis(200), QueueListenerEndpoint.builder("ledger")
+				.listener(Integer.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of("ledger"))
+					.concurrency(1)
+					.errorHandler(deadLetter)
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(ConsumptionMode.TRANSACTIONAL)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 		assertThat(blocked.await(30, TimeUnit.SECONDS)).isTrue();
 		this.registry.stop();
 		this.registry = null;
@@ -173,12 +184,12 @@ class TransactionalRollbackIntegrationTests {
 	 */
 	@Test
 	void aHandlerThatAcksThenThrowsFailsItsAttemptRatherThanDeletingItsMessageWithoutEffect() {
-		this.template.declare(QueueDefinition.of("ledger").withMaxAttempts(3)
+		this.admin.declare(QueueDefinition.of("ledger").withMaxAttempts(3)
 			.withBackoff(Duration.ofMillis(10), 1.0, Duration.ofMillis(10)));
 		List<Long> ids = this.template.sendBatch("ledger", List.of(1, 2, 3, 4));
 		Map<Integer, AtomicInteger> runs = new ConcurrentHashMap<>();
-		start(Duration.ofSeconds(5), new QueueListenerEndpoint("ledger", List.of("ledger"), 1, AckMode.MANUAL, true,
-				Integer.class, (message, ack) -> {
+		start(Duration.ofSeconds(5), QueueListenerEndpoint.builder("ledger")
+				.listener(Integer.class, (message, ack) -> {
 					int n = (Integer) message.payload();
 					runs.computeIfAbsent(n, (k) -> new AtomicInteger()).incrementAndGet();
 					this.appJdbc.update("INSERT INTO tx_effect (message_id, attempt) VALUES (?, ?)", message.id(),
@@ -187,8 +198,17 @@ class TransactionalRollbackIntegrationTests {
 					if (message.attempt() == 1 && (n == 1 || n == 3)) {
 						throw new IllegalStateException("message " + n + " fails after its ack");
 					}
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), ConsumptionMode.TRANSACTIONAL,
-				Duration.ofSeconds(30)));
+				})
+				.containerProperties(ContainerProperties.builder(List.of("ledger"))
+					.concurrency(1)
+					.ackMode(AckMode.MANUAL)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(ConsumptionMode.TRANSACTIONAL)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build());
 
 		await().atMost(Duration.ofSeconds(30)).until(() -> count("ledger") == 0);
 		assertThat(count("ledger.dlq")).isZero();
@@ -232,13 +252,21 @@ class TransactionalRollbackIntegrationTests {
 	}
 
 	private QueueListenerEndpoint endpoint(String id, int concurrency, int batchSize, QueueMessageListener listener) {
-		return new QueueListenerEndpoint(id, List.of("ledger"), concurrency, AckMode.AUTO, true, Integer.class,
-				listener, new DefaultQueueErrorHandler(), batchSize, Duration.ofMillis(50),
-				ConsumptionMode.TRANSACTIONAL, Duration.ofSeconds(30));
+		return QueueListenerEndpoint.builder(id)
+				.listener(Integer.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of("ledger"))
+					.concurrency(concurrency)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(batchSize)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(ConsumptionMode.TRANSACTIONAL)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.build())
+				.build();
 	}
 
 	private void start(Duration shutdownTimeout, QueueListenerEndpoint... endpoints) {
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.consumerPool, shutdownTimeout);
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, shutdownTimeout);
 		for (QueueListenerEndpoint endpoint : endpoints) {
 			this.registry.registerListenerEndpoint(endpoint);
 		}

@@ -55,10 +55,16 @@ class WakeUpIntegrationTests {
 	@Test
 	void eachSendIntoAnIdleListenerWakesOnePollerAndEveryPollerStillGetsWork() {
 		Map<Long, String> handledBy = new ConcurrentHashMap<>();
-		this.registry = new QueueListenerEndpointRegistry(this.template, counting(this.pool), Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("wake", List.of("wake"), 4, AckMode.AUTO, true,
-				Integer.class, (message, ack) -> handledBy.put(message.id(), Thread.currentThread().getName()),
-				new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(60)));
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), counting(this.pool), Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("wake")
+				.listener(Integer.class, (message, ack) -> handledBy.put(message.id(), Thread.currentThread().getName()))
+				.containerProperties(ContainerProperties.builder(List.of("wake"))
+					.concurrency(4)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofSeconds(60))
+					.build())
+				.build());
 		this.registry.start();
 		await().atMost(Duration.ofSeconds(10)).until(() -> this.claimsByThread.size() == 4);
 		awaitQuiet();
@@ -91,10 +97,16 @@ class WakeUpIntegrationTests {
 	@Test
 	void aSendThatNotifiesNobodyRightAfterBusyWorkIsTakenByTheLingeringPoller() {
 		Map<Long, String> handledBy = new ConcurrentHashMap<>();
-		this.registry = new QueueListenerEndpointRegistry(this.template, this.pool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("linger", List.of("linger"), 1, AckMode.AUTO,
-				true, Integer.class, (message, ack) -> handledBy.put(message.id(), Thread.currentThread().getName()),
-				new DefaultQueueErrorHandler(), 10, Duration.ofSeconds(60)));
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.pool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("linger")
+				.listener(Integer.class, (message, ack) -> handledBy.put(message.id(), Thread.currentThread().getName()))
+				.containerProperties(ContainerProperties.builder(List.of("linger"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofSeconds(60))
+					.build())
+				.build());
 		this.registry.start();
 		// Busy: as many messages as make a poller linger, handled within the second.
 		List<Long> work = this.template.sendBatch("linger", java.util.Collections.nCopies(Linger.BUSY_PER_SECOND, 1));

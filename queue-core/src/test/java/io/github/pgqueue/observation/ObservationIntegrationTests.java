@@ -8,11 +8,14 @@ import java.util.concurrent.atomic.AtomicReference;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
-import io.github.pgqueue.ExchangeDefinition;
 import io.github.pgqueue.ExchangeDefinition.Binding;
+import io.github.pgqueue.ExchangeDefinition;
+import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.listener.BatchListenerFailedException;
+import io.github.pgqueue.listener.ContainerProperties;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueBatchListener;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
@@ -65,7 +68,7 @@ class ObservationIntegrationTests {
 	@Test
 	void sendsAreObservedWithQueueAndOperation() {
 		QueueTemplate template = template(true, null);
-		template.declare(QueueDefinition.of("emails"));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails"));
 		template.send("emails", "hello");
 		template.sendBatch("emails", List.of("a", "b"));
 
@@ -82,11 +85,11 @@ class ObservationIntegrationTests {
 	@Test
 	void aPublishIsObservedWithItsExchangeAndCountedUnderEveryRoutedQueue() {
 		SimpleMeterRegistry meters = new SimpleMeterRegistry();
-		QueueTemplate template = QueueTemplate.builder(this.app).meterRegistry(meters)
-			.observationRegistry(this.observations).observationEnabled(true).build();
-		template.declare(QueueDefinition.of("billing"));
-		template.declare(QueueDefinition.of("shipping"));
-		template.declare(new ExchangeDefinition("orders", ExchangeDefinition.Type.FANOUT,
+		QueueTemplate template = QueueTemplate.builder(QueueContext.builder(this.app).meterRegistry(meters)
+			.observationRegistry(this.observations).build()).observationEnabled(true).build();
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("billing"));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("shipping"));
+		new QueueAdmin(template.context()).declare(new ExchangeDefinition("orders", ExchangeDefinition.Type.FANOUT,
 				List.of(new Binding("billing", null), new Binding("shipping", null))));
 
 		assertThat(template.publish("orders", "order.created", "order-1")).isEqualTo(2);
@@ -117,7 +120,7 @@ class ObservationIntegrationTests {
 	@EnumSource(ConsumptionMode.class)
 	void handlerCallsAreObservedWithQueueListenerAndOutcome(ConsumptionMode mode) {
 		QueueTemplate template = template(false, null);
-		template.declare(QueueDefinition.of("emails").withMaxAttempts(1));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails").withMaxAttempts(1));
 		template.send("emails", "fine");
 		template.send("emails", "poison");
 		start(template, endpoint("mailer", mode, (message, ack) -> {
@@ -150,7 +153,7 @@ class ObservationIntegrationTests {
 	@EnumSource(ConsumptionMode.class)
 	void aBatchListenerCallIsOneObservationWithTheBatchSize(ConsumptionMode mode) {
 		QueueTemplate template = template(false, null);
-		template.declare(QueueDefinition.of("emails"));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails"));
 		template.sendBatch("emails", List.of("a", "b", "c"));
 		AtomicReference<Observation.Context> current = new AtomicReference<>();
 		start(template, batchEndpoint(mode, (messages) -> {
@@ -178,7 +181,7 @@ class ObservationIntegrationTests {
 	@EnumSource(ConsumptionMode.class)
 	void aFailedBatchIsObservedWithItsWorstOutcomeAndTheListenersError(ConsumptionMode mode) {
 		QueueTemplate template = template(false, null);
-		template.declare(QueueDefinition.of("emails").withMaxAttempts(1));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails").withMaxAttempts(1));
 		template.sendBatch("emails", List.of("a", "poison", "c"));
 		start(template, batchEndpoint(mode, (messages) -> {
 			for (int i = 0; i < messages.size(); i++) {
@@ -206,12 +209,18 @@ class ObservationIntegrationTests {
 
 	@Test
 	void nothingIsObservedByDefault() {
-		QueueTemplate template = QueueTemplate.builder(this.app).observationRegistry(this.observations).build();
-		template.declare(QueueDefinition.of("emails"));
+		QueueTemplate template = new QueueTemplate(QueueContext.builder(this.app).observationRegistry(this.observations).build());
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails"));
 		List<Object> handled = new CopyOnWriteArrayList<>();
-		start(template, new QueueListenerEndpoint("quiet", List.of("emails"), 1, AckMode.AUTO, true, String.class,
-				(message, ack) -> handled.add(message.payload()), new DefaultQueueErrorHandler(), 10,
-				Duration.ofMillis(50)));
+		start(template, QueueListenerEndpoint.builder("quiet")
+				.listener(String.class, (message, ack) -> handled.add(message.payload()))
+				.containerProperties(ContainerProperties.builder(List.of("emails"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.build())
+				.build());
 		template.send("emails", "hello");
 
 		await().atMost(Duration.ofSeconds(20)).until(() -> handled.size() == 1);
@@ -233,8 +242,8 @@ class ObservationIntegrationTests {
 			}
 
 		});
-		template.declare(QueueDefinition.of("emails"));
-		this.registry = new QueueListenerEndpointRegistry(template, this.consumers, Duration.ofSeconds(5));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails"));
+		this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumers, Duration.ofSeconds(5));
 		this.registry.setObservationConvention(new QueueProcessObservationConvention() {
 
 			@Override
@@ -260,8 +269,8 @@ class ObservationIntegrationTests {
 	}
 
 	private QueueTemplate template(boolean sendObservation, QueueSendObservationConvention convention) {
-		return QueueTemplate.builder(this.app)
-			.observationRegistry(this.observations)
+		return QueueTemplate.builder(QueueContext.builder(this.app)
+			.observationRegistry(this.observations).build())
 			.observationEnabled(sendObservation)
 			.observationConvention(convention)
 			.build();
@@ -269,20 +278,37 @@ class ObservationIntegrationTests {
 
 	private QueueListenerEndpoint endpoint(String id, ConsumptionMode mode, QueueMessageListener listener,
 			boolean observationEnabled) {
-		return new QueueListenerEndpoint(id, List.of("emails"), 1, AckMode.AUTO, true, String.class, listener,
-				new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode, Duration.ofSeconds(30))
-			.withObservationEnabled(observationEnabled);
+		return QueueListenerEndpoint.builder(id)
+				.listener(String.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of("emails"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.observationEnabled(observationEnabled)
+					.build())
+				.build();
 	}
 
 	private QueueListenerEndpoint batchEndpoint(ConsumptionMode mode, QueueBatchListener listener) {
-		return QueueListenerEndpoint
-			.batch("batcher", List.of("emails"), 1, true, String.class, listener, new DefaultQueueErrorHandler(), 10,
-					Duration.ofMillis(50), mode, Duration.ofSeconds(30))
-			.withObservationEnabled(true);
+		return QueueListenerEndpoint.builder("batcher")
+				.batchListener(String.class, listener)
+				.containerProperties(ContainerProperties.builder(List.of("emails"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.observationEnabled(true)
+					.build())
+				.build();
 	}
 
 	private void start(QueueTemplate template, QueueListenerEndpoint endpoint) {
-		this.registry = new QueueListenerEndpointRegistry(template, this.consumers, Duration.ofSeconds(5));
+		this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumers, Duration.ofSeconds(5));
 		this.registry.registerListenerEndpoint(endpoint);
 		this.registry.start();
 	}

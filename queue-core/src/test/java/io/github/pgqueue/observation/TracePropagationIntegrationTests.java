@@ -8,9 +8,12 @@ import java.util.concurrent.ConcurrentHashMap;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
-import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.QueueMessage;
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.listener.ContainerProperties;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
@@ -101,7 +104,7 @@ class TracePropagationIntegrationTests {
 	@EnumSource(ConsumptionMode.class)
 	void theConsumerSpanIsAChildOfTheProducerSpan(ConsumptionMode mode) {
 		QueueTemplate template = template();
-		template.declare(QueueDefinition.of("emails"));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails"));
 		Observation request = Observation.start("checkout", this.observations);
 		try (Observation.Scope scope = request.openScope()) {
 			template.send("emails", "welcome");
@@ -131,7 +134,7 @@ class TracePropagationIntegrationTests {
 	@EnumSource(ConsumptionMode.class)
 	void aPlainSqlInsertWithATraceparentContinuesThatTrace(ConsumptionMode mode) {
 		QueueTemplate template = template();
-		template.declare(QueueDefinition.of("emails"));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails"));
 		String traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
 		String parentId = "00f067aa0ba902b7";
 		new JdbcTemplate(this.app).update("INSERT INTO pgqueue.message (queue, payload, headers) VALUES "
@@ -150,7 +153,7 @@ class TracePropagationIntegrationTests {
 	@EnumSource(ConsumptionMode.class)
 	void aBatchListenerCallStartsATraceOfItsOwn(ConsumptionMode mode) {
 		QueueTemplate template = template();
-		template.declare(QueueDefinition.of("emails"));
+		new QueueAdmin(template.context()).declare(QueueDefinition.of("emails"));
 		Observation request = Observation.start("checkout", this.observations);
 		try (Observation.Scope scope = request.openScope()) {
 			template.send("emails", "first");
@@ -160,17 +163,26 @@ class TracePropagationIntegrationTests {
 			request.stop();
 		}
 		Map<String, String> traceparents = new ConcurrentHashMap<>();
-		this.registry = new QueueListenerEndpointRegistry(template, this.consumers, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint
-			.batch("mailer", List.of("emails"), 1, true, String.class, (messages) -> {
+		this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumers, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("mailer")
+				.batchListener(String.class, (messages) -> {
 				Span current = this.tracer.currentSpan();
 				this.seenInHandler.put("batch", (current != null)
 						? current.context().traceId() + "/" + current.context().spanId() : "none");
 				for (QueueMessage<Object> message : messages) {
 					traceparents.put((String) message.payload(), message.headers().get("traceparent"));
 				}
-			}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode, Duration.ofSeconds(30))
-			.withObservationEnabled(true));
+			})
+				.containerProperties(ContainerProperties.builder(List.of("emails"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.observationEnabled(true)
+					.build())
+				.build());
 		this.registry.start();
 
 		SpanData batch = await().atMost(Duration.ofSeconds(20)).until(() -> span("emails process"),
@@ -186,18 +198,27 @@ class TracePropagationIntegrationTests {
 	}
 
 	private QueueTemplate template() {
-		return QueueTemplate.builder(this.app).observationRegistry(this.observations).observationEnabled(true).build();
+		return QueueTemplate.builder(QueueContext.builder(this.app).observationRegistry(this.observations).build()).observationEnabled(true).build();
 	}
 
 	private void start(QueueTemplate template, ConsumptionMode mode) {
-		this.registry = new QueueListenerEndpointRegistry(template, this.consumers, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(new QueueListenerEndpoint("mailer", List.of("emails"), 1, AckMode.AUTO,
-				true, String.class, (message, ack) -> {
+		this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumers, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("mailer")
+				.listener(String.class, (message, ack) -> {
 					Span current = this.tracer.currentSpan();
 					this.seenInHandler.put((String) message.payload(), (current != null)
 							? current.context().traceId() + "/" + current.context().spanId() : "none");
-				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode, Duration.ofSeconds(30))
-			.withObservationEnabled(true));
+				})
+				.containerProperties(ContainerProperties.builder(List.of("emails"))
+					.concurrency(1)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(10)
+					.pollInterval(Duration.ofMillis(50))
+					.mode(mode)
+					.transactionTimeout(Duration.ofSeconds(30))
+					.observationEnabled(true)
+					.build())
+				.build());
 		this.registry.start();
 	}
 

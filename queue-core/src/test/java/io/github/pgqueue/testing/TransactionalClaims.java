@@ -7,6 +7,7 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 
+import io.github.pgqueue.ContextInternals;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.internal.QueueSql;
 
@@ -28,9 +29,9 @@ public final class TransactionalClaims {
 	public static List<Object[]> claim(QueueTemplate template, Connection connection, String queue, int batchSize)
 			throws SQLException {
 		List<Object[]> rows = new ArrayList<>();
-		QueueSql sql = template.sql();
+		QueueSql sql = ContextInternals.sql(template.context());
 		try (PreparedStatement ps = sql.transactionalClaimWalk.variant(batchSize, false).prepare(connection,
-				new QueueSql.TransactionalClaim(queue, null, template.lockNamespace(), template.maxPayloadBytes(), null,
+				new QueueSql.TransactionalClaim(queue, null, template.context().lockNamespace(), template.context().maxPayloadBytes(), null,
 						null, null));
 				ResultSet rs = ps.executeQuery()) {
 			while (rs.next()) {

@@ -55,7 +55,7 @@ class FifoCancelChaosIntegrationTests {
 			producer.send(pick(500, 2000));
 			producer.startSending(RATE);
 			QueueTemplate template = this.database.template();
-			QueueAdmin admin = new QueueAdmin(template);
+			QueueAdmin admin = new QueueAdmin(template.context());
 			long until = System.nanoTime() + pick(Duration.ofSeconds(8), Duration.ofSeconds(60)).toNanos();
 			for (int round = 1; System.nanoTime() < until; round++) {
 				for (Map<String, Object> row : behindTheirHeads(queue)) {

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
@@ -47,8 +48,8 @@ class HostileQueueNameIntegrationTests {
 						"receive", () -> template.receive(name, Job.class),
 						"cancel", () -> template.cancel(name, 1),
 						"stats", () -> template.stats(name),
-						"redrive", () -> template.redrive(name, 10),
-						"declare", () -> template.declare(QueueDefinition.of(name)));
+						"redrive", () -> new QueueAdmin(template.context()).redrive(name, 10),
+						"declare", () -> new QueueAdmin(template.context()).declare(QueueDefinition.of(name)));
 				calls.forEach((call, callable) -> {
 					Throwable error = catchThrowable(callable);
 					if (!(error instanceof IllegalArgumentException)

@@ -3,6 +3,7 @@ package io.github.pgqueue.reliability;
 import java.util.List;
 import java.util.Map;
 
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueTemplate;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -29,9 +30,8 @@ class PayloadSizeIntegrationTests {
 	@Test
 	void aPayloadAboveTheLimitFailsAtSendAndIsDeadLetteredUnreadAtConsume() {
 		String queue = "chaos-large";
-		QueueTemplate limited = QueueTemplate.builder(this.database.jdbc().getDataSource())
-			.maxPayloadBytes(64 * 1024)
-			.build();
+		QueueTemplate limited = new QueueTemplate(QueueContext.builder(this.database.jdbc().getDataSource())
+			.maxPayloadBytes(64 * 1024).build());
 		Map<String, String> big = Map.of("blob", "x".repeat(100 * 1024));
 		Throwable single = UserErrors.expect("send above a 64 KiB limit", () -> limited.send(queue, big));
 		assertThat(single).isInstanceOf(IllegalArgumentException.class)

@@ -10,7 +10,9 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
+import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.listener.ContainerProperties;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
@@ -167,18 +169,21 @@ public class QueueListenerAnnotationBeanPostProcessor
 		}
 		QueueListenerDefaults.Consumption consumption = consumption(where, annotation, queues, defaults);
 		try {
-			if (annotation.batch()) {
-				return QueueListenerEndpoint.batch(id, queues, concurrency, Boolean.parseBoolean(autoStartup),
-						found.invoker().payloadType(), found.invoker(), errorHandler(where, annotation),
-						defaults.batchSize(), defaults.pollInterval(), consumption.mode(),
-						consumption.transactionTimeout()).withObservationEnabled(defaults.observationEnabled())
-						.withFilter(resolve(annotation.filter()));
-			}
-			return new QueueListenerEndpoint(id, queues, concurrency, annotation.ackMode(),
-					Boolean.parseBoolean(autoStartup), found.invoker().payloadType(), found.invoker(),
-					errorHandler(where, annotation), defaults.batchSize(), defaults.pollInterval(),
-					consumption.mode(), consumption.transactionTimeout()).withObservationEnabled(defaults.observationEnabled())
-					.withFilter(resolve(annotation.filter()));
+			ContainerProperties properties = ContainerProperties.builder(queues)
+				.concurrency(concurrency)
+				.ackMode(annotation.batch() ? AckMode.AUTO : annotation.ackMode()) // a batch is acknowledged as one
+				.autoStartup(Boolean.parseBoolean(autoStartup))
+				.errorHandler(errorHandler(where, annotation))
+				.batchSize(defaults.batchSize())
+				.pollInterval(defaults.pollInterval())
+				.mode(consumption.mode())
+				.transactionTimeout(consumption.transactionTimeout())
+				.observationEnabled(defaults.observationEnabled())
+				.filter(resolve(annotation.filter()))
+				.build();
+			QueueListenerEndpoint.Builder endpoint = QueueListenerEndpoint.builder(id).containerProperties(properties);
+			return (annotation.batch() ? endpoint.batchListener(found.invoker().payloadType(), found.invoker())
+					: endpoint.listener(found.invoker().payloadType(), found.invoker())).build();
 		}
 		catch (IllegalArgumentException ex) {
 			throw new IllegalStateException(where + " is invalid: " + ex.getMessage(), ex);

@@ -6,7 +6,7 @@ import java.util.Set;
 import java.util.function.Supplier;
 
 import io.github.pgqueue.ConsumptionMode;
-import io.github.pgqueue.listener.QueueListenerEndpoint;
+import io.github.pgqueue.listener.ContainerProperties;
 
 /**
  * What {@link QueueListener} methods get when the annotation leaves a setting out, and which
@@ -33,7 +33,7 @@ public record QueueListenerDefaults(int concurrency, int batchSize, Duration pol
 
 		/** Session mode with the default transaction timeout. */
 		public static final Consumption DEFAULT = new Consumption(ConsumptionMode.SESSION,
-				QueueListenerEndpoint.DEFAULT_TRANSACTION_TIMEOUT);
+				ContainerProperties.DEFAULT_TRANSACTION_TIMEOUT);
 
 	}
 

@@ -10,7 +10,7 @@ final class QueueTestSql {
 	private final String messages;
 
 	QueueTestSql(String schema) {
-		// The schema comes from QueueTemplate.schema(), validated there; quoted as pgqueue quotes it.
+		// The schema comes from QueueContext.schema(), validated there; quoted as pgqueue quotes it.
 		String s = "\"" + schema + "\"";
 
 		// 1 queue. Every message still in the queue, whatever its state: a held or backing-off

@@ -14,6 +14,7 @@ import io.github.pgqueue.PayloadConverter;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueNames;
 import io.github.pgqueue.QueueStats;
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueTemplate;
 
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -36,6 +37,8 @@ public final class QueueTestSupport {
 
 	private final QueueTemplate template;
 
+	private final QueueAdmin admin;
+
 	private final JdbcTemplate jdbc;
 
 	private final QueueTestSql sql;
@@ -43,8 +46,9 @@ public final class QueueTestSupport {
 	/** Support for the queues of {@code template}'s schema, read through its data source and payload converter. */
 	public QueueTestSupport(QueueTemplate template) {
 		this.template = template;
-		this.jdbc = new JdbcTemplate(template.dataSource());
-		this.sql = new QueueTestSql(template.schema());
+		this.admin = new QueueAdmin(template.context());
+		this.jdbc = new JdbcTemplate(template.context().dataSource());
+		this.sql = new QueueTestSql(template.context().schema());
 	}
 
 	/**
@@ -91,7 +95,7 @@ public final class QueueTestSupport {
 	 */
 	public <T> List<StoredMessage<T>> deadLetters(String queue, Class<T> payloadType) {
 		QueueNames.requireQueue(queue);
-		return sent(this.template.deadLetterQueueOf(queue), payloadType);
+		return sent(this.admin.deadLetterQueueOf(queue), payloadType);
 	}
 
 	private long count(String queue) {
@@ -153,7 +157,7 @@ public final class QueueTestSupport {
 		Map<String, String> headers = MessageHeaders.read(rs.getString("headers"));
 		T payload;
 		try {
-			payload = payloadType.cast(this.template.payloadConverter().read(rs.getString("payload"), payloadType,
+			payload = payloadType.cast(this.template.context().payloadConverter().read(rs.getString("payload"), payloadType,
 					headers.get(PayloadConverter.CONTENT_TYPE_HEADER)));
 		}
 		catch (PayloadConversionException | ClassCastException ex) {

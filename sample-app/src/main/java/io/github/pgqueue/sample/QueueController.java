@@ -3,6 +3,7 @@ package io.github.pgqueue.sample;
 import java.util.List;
 import java.util.Map;
 
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueStats;
 import io.github.pgqueue.QueueTemplate;
 import org.slf4j.Logger;
@@ -26,11 +27,14 @@ class QueueController {
 
 	private final QueueTemplate queues;
 
+	private final QueueAdmin admin;
+
 	private final JdbcTemplate jdbc;
 
-	QueueController(OrderService orders, QueueTemplate queues, JdbcTemplate jdbc) {
+	QueueController(OrderService orders, QueueTemplate queues, QueueAdmin admin, JdbcTemplate jdbc) {
 		this.orders = orders;
 		this.queues = queues;
+		this.admin = admin;
 		this.jdbc = jdbc;
 	}
 
@@ -51,12 +55,12 @@ class QueueController {
 	List<Map<String, Object>> deadLetters(@PathVariable String queue, @RequestParam(defaultValue = "20") int limit) {
 		return this.jdbc.queryForList("SELECT id, payload::text AS payload, headers::text AS headers, last_error, "
 				+ "created_at FROM pgqueue.message WHERE queue = ? ORDER BY id LIMIT ?",
-				this.queues.deadLetterQueueOf(queue), Math.min(limit, 500));
+				this.admin.deadLetterQueueOf(queue), Math.min(limit, 500));
 	}
 
 	@PostMapping("/queues/{queue}/redrive")
 	Map<String, Integer> redrive(@PathVariable String queue, @RequestParam(defaultValue = "100") int max) {
-		return Map.of("moved", this.queues.redrive(queue, max));
+		return Map.of("moved", this.admin.redrive(queue, max));
 	}
 
 }

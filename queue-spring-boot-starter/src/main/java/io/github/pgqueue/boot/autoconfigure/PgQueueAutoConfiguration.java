@@ -12,6 +12,7 @@ import io.github.pgqueue.JacksonPayloadConverter;
 import io.github.pgqueue.JaxbPayloadConverter;
 import io.github.pgqueue.PayloadConverter;
 import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.annotation.QueueListenerAnnotationBeanPostProcessor;
 import io.github.pgqueue.annotation.QueueListenerDefaults;
@@ -69,30 +70,38 @@ import org.springframework.jdbc.core.JdbcTemplate;
 @EnableConfigurationProperties(PgQueueProperties.class)
 public final class PgQueueAutoConfiguration {
 
+	/** What the template, the admin and the listener containers share. */
 	@Bean
 	@ConditionalOnMissingBean
-	QueueTemplate queueTemplate(@PgQueueDataSource ObjectProvider<DataSource> pgQueueDataSource,
+	QueueContext pgQueueContext(@PgQueueDataSource ObjectProvider<DataSource> pgQueueDataSource,
 			ObjectProvider<DataSource> dataSource, PgQueueProperties properties, PayloadConverter converter,
-			ObjectProvider<MeterRegistry> meterRegistry, ObjectProvider<ObservationRegistry> observationRegistry,
-			ObjectProvider<QueueSendObservationConvention> sendObservationConvention) {
+			ObjectProvider<MeterRegistry> meterRegistry, ObjectProvider<ObservationRegistry> observationRegistry) {
 		PgQueuePropertiesValidator.validate(properties);
-		return QueueTemplate.builder(dataSource(pgQueueDataSource, dataSource))
+		return QueueContext.builder(dataSource(pgQueueDataSource, dataSource))
 			.schema(properties.getSchema())
 			.lockNamespace(properties.getLockNamespace())
 			.maxPayloadBytes((int) Math.min(Integer.MAX_VALUE, properties.getMaxPayloadSize().toBytes()))
 			.payloadConverter(converter)
 			.meterRegistry(meterRegistry.getIfAvailable(CompositeMeterRegistry::new))
 			.observationRegistry(observationRegistry.getIfUnique(() -> ObservationRegistry.NOOP))
+			.build();
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	QueueTemplate queueTemplate(QueueContext pgQueueContext, PgQueueProperties properties,
+			ObjectProvider<QueueSendObservationConvention> sendObservationConvention) {
+		return QueueTemplate.builder(pgQueueContext)
 			.observationEnabled(properties.getTemplate().isObservationEnabled())
 			.observationConvention(sendObservationConvention.getIfUnique())
 			.build();
 	}
 
-	/** Queue administration at runtime: create, alter, drop, purge, pause and resume queues. */
+	/** Queue administration at runtime: declare, create, alter, drop, purge, pause and resume queues. */
 	@Bean
 	@ConditionalOnMissingBean
-	QueueAdmin queueAdmin(QueueTemplate queueTemplate, PgQueueSchemaInitializer schema) {
-		return new QueueAdmin(queueTemplate);
+	QueueAdmin queueAdmin(QueueContext pgQueueContext, PgQueueSchemaInitializer schema) {
+		return new QueueAdmin(pgQueueContext);
 	}
 
 	/** Each context declares its own queues (a child context's too). */
@@ -135,13 +144,13 @@ public final class PgQueueAutoConfiguration {
 	 */
 	@Bean
 	@ConditionalOnMissingBean(search = SearchStrategy.CURRENT)
-	QueueListenerEndpointRegistry pgQueueListenerEndpointRegistry(QueueTemplate queueTemplate,
+	QueueListenerEndpointRegistry pgQueueListenerEndpointRegistry(QueueContext pgQueueContext, QueueAdmin queueAdmin,
 			ListenerConnections connections, PgQueueProperties properties, PgQueueSchemaInitializer schema,
 			ObjectProvider<PlatformTransactionManager> transactionManagers,
 			ObjectProvider<QueueListenerContainerCustomizer> customizers, Environment environment,
 			ObjectProvider<QueueProcessObservationConvention> processObservationConvention) {
-		PgQueueListenerEndpointRegistry registry = new PgQueueListenerEndpointRegistry(queueTemplate, connections,
-				properties.getListener().getShutdownTimeout(), transactionManagers, () -> knownQueues(schema, queueTemplate));
+		PgQueueListenerEndpointRegistry registry = new PgQueueListenerEndpointRegistry(pgQueueContext, connections,
+				properties.getListener().getShutdownTimeout(), transactionManagers, () -> knownQueues(schema, queueAdmin));
 		List<QueueListenerContainerCustomizer> ordered = customizers.orderedStream().toList();
 		registry.setContainerCustomizer((container) -> ordered.forEach((customizer) -> customizer.customize(container)));
 		registry.setVirtualThreads(Threading.VIRTUAL.isActive(environment));
@@ -152,13 +161,13 @@ public final class PgQueueAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean(search = SearchStrategy.CURRENT)
 	QueueListenerDefaults pgQueueListenerDefaults(PgQueueProperties properties, PgQueueSchemaInitializer schema,
-			QueueTemplate queueTemplate) {
+			QueueAdmin queueAdmin) {
 		PgQueueProperties.Listener listener = properties.getListener();
 		Map<String, QueueListenerDefaults.Consumption> queues = new LinkedHashMap<>();
 		properties.getQueues().forEach((name, queue) -> queues.put(name,
 				new QueueListenerDefaults.Consumption(queue.getMode(), queue.getTransactionTimeout())));
 		return new QueueListenerDefaults(listener.getConcurrency(), listener.getBatchSize(),
-				listener.getPollInterval(), () -> knownQueues(schema, queueTemplate), queues,
+				listener.getPollInterval(), () -> knownQueues(schema, queueAdmin), queues,
 				listener.isObservationEnabled());
 	}
 
@@ -166,9 +175,9 @@ public final class PgQueueAutoConfiguration {
 	 * The queues listeners may consume now: those of {@code pgqueue.queues}, those in the database
 	 * (created at runtime too), and their dead-letter queues.
 	 */
-	private static Set<String> knownQueues(PgQueueSchemaInitializer schema, QueueTemplate queueTemplate) {
+	private static Set<String> knownQueues(PgQueueSchemaInitializer schema, QueueAdmin queueAdmin) {
 		Set<String> known = new LinkedHashSet<>(schema.knownQueues());
-		known.addAll(queueTemplate.declaredQueues());
+		known.addAll(queueAdmin.declaredQueues());
 		return known;
 	}
 

@@ -57,11 +57,11 @@ public class PgQueueEndpoint {
 		Map<String, Object> listeners = new LinkedHashMap<>();
 		for (QueueListenerContainer container : this.registry.getListenerContainers()) {
 			Map<String, Object> listener = new LinkedHashMap<>();
-			listener.put("queues", container.endpoint().queues());
+			listener.put("queues", container.endpoint().containerProperties().queues());
 			listener.put("state", !container.isRunning() ? "stopped" : container.isPaused() ? "paused" : "running");
 			listener.put("connected", container.isConnected());
-			listener.put("concurrency", container.endpoint().concurrency());
-			listener.put("mode", container.endpoint().mode().name().toLowerCase(java.util.Locale.ROOT));
+			listener.put("concurrency", container.endpoint().containerProperties().concurrency());
+			listener.put("mode", container.endpoint().containerProperties().mode().name().toLowerCase(java.util.Locale.ROOT));
 			listeners.put(container.endpoint().id(), listener);
 		}
 		return Map.of("queues", queues, "listeners", listeners);

@@ -8,7 +8,8 @@ import java.util.function.Supplier;
 import javax.sql.DataSource;
 
 import io.github.pgqueue.ConsumptionMode;
-import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 
@@ -26,7 +27,7 @@ final class PgQueueListenerEndpointRegistry extends QueueListenerEndpointRegistr
 
 	private final ListenerConnections connections;
 
-	private final QueueTemplate template;
+	private final QueueContext context;
 
 	private final ObjectProvider<PlatformTransactionManager> transactionManagers;
 
@@ -34,11 +35,11 @@ final class PgQueueListenerEndpointRegistry extends QueueListenerEndpointRegistr
 
 	private boolean transactionManagerChosen;
 
-	PgQueueListenerEndpointRegistry(QueueTemplate template, ListenerConnections connections,
+	PgQueueListenerEndpointRegistry(QueueContext context, ListenerConnections connections,
 			Duration shutdownTimeout, ObjectProvider<PlatformTransactionManager> transactionManagers,
 			Supplier<Set<String>> knownQueues) {
-		super(template, connections.dataSource(), shutdownTimeout);
-		this.template = template;
+		super(context, connections.dataSource(), shutdownTimeout);
+		this.context = context;
 		this.connections = connections;
 		this.transactionManagers = transactionManagers;
 		this.knownQueues = knownQueues;
@@ -52,7 +53,9 @@ final class PgQueueListenerEndpointRegistry extends QueueListenerEndpointRegistr
 	@Override
 	protected void checkStart(QueueListenerEndpoint endpoint) {
 		Set<String> known = this.knownQueues.get();
-		List<String> unknown = endpoint.queues().stream().filter((queue) -> !known.contains(queue)).toList();
+		List<String> unknown = endpoint.containerProperties().queues().stream()
+			.filter((queue) -> !known.contains(queue))
+			.toList();
 		if (!unknown.isEmpty()) {
 			throw new IllegalStateException("Listener '" + endpoint.id() + "' cannot start: it consumes "
 					+ ((unknown.size() == 1) ? "queue '" + unknown.get(0) + "', which does not exist"
@@ -64,11 +67,11 @@ final class PgQueueListenerEndpointRegistry extends QueueListenerEndpointRegistr
 
 	@Override
 	public synchronized void registerListenerEndpoint(QueueListenerEndpoint endpoint) {
-		if (endpoint.mode() == ConsumptionMode.TRANSACTIONAL && !this.transactionManagerChosen) {
+		if (endpoint.containerProperties().mode() == ConsumptionMode.TRANSACTIONAL && !this.transactionManagerChosen) {
 			chooseTransactionManager(endpoint);
 		}
 		if (isRunning()) { // also for a listener started later by hand
-			this.connections.prepare(totalConcurrency() + endpoint.concurrency());
+			this.connections.prepare(totalConcurrency() + endpoint.containerProperties().concurrency());
 		}
 		super.registerListenerEndpoint(endpoint);
 	}
@@ -88,7 +91,7 @@ final class PgQueueListenerEndpointRegistry extends QueueListenerEndpointRegistr
 			}
 		}
 		else {
-			DataSource queueDataSource = this.template.dataSource();
+			DataSource queueDataSource = this.context.dataSource();
 			if (manager instanceof ResourceTransactionManager resource
 					&& resource.getResourceFactory() instanceof DataSource managed && managed != queueDataSource) {
 				throw new IllegalStateException("Listener '" + endpoint.id() + "' is transactional, but the "

@@ -8,9 +8,10 @@ import java.util.Map;
 
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.ExchangeDefinition;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
-import io.github.pgqueue.QueueTemplate;
-import io.github.pgqueue.listener.QueueListenerEndpoint;
+import io.github.pgqueue.listener.ContainerProperties;
+import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 
 import org.springframework.util.unit.DataSize;
 
@@ -26,13 +27,13 @@ public class PgQueueProperties {
 	private boolean enabled = true;
 
 	/** Schema holding pgqueue's tables; created and migrated at startup. */
-	private String schema = QueueTemplate.DEFAULT_SCHEMA;
+	private String schema = QueueContext.DEFAULT_SCHEMA;
 
 	/** First int4 of every advisory lock key; by default the oid of the message table. */
 	private Integer lockNamespace;
 
 	/** Largest payload as JSON: larger sends fail, and consumers dead-letter larger messages without reading them. */
-	private DataSize maxPayloadSize = DataSize.ofBytes(QueueTemplate.DEFAULT_MAX_PAYLOAD_BYTES);
+	private DataSize maxPayloadSize = DataSize.ofBytes(QueueContext.DEFAULT_MAX_PAYLOAD_BYTES);
 
 	/** Settings of the {@code QueueTemplate}. */
 	private final Template template = new Template();
@@ -122,16 +123,16 @@ public class PgQueueProperties {
 	public static class Listener {
 
 		/** Longest an idle poller waits for work when no notification arrives. */
-		private Duration pollInterval = Duration.ofSeconds(1);
+		private Duration pollInterval = ContainerProperties.DEFAULT_POLL_INTERVAL;
 
 		/** Messages claimed per statement. */
-		private int batchSize = 10;
+		private int batchSize = ContainerProperties.DEFAULT_BATCH_SIZE;
 
 		/** Poller threads per listener unless the annotation says otherwise. */
-		private int concurrency = 1;
+		private int concurrency = ContainerProperties.DEFAULT_CONCURRENCY;
 
 		/** How long running handlers may take to finish when the application stops. */
-		private Duration shutdownTimeout = Duration.ofSeconds(30);
+		private Duration shutdownTimeout = QueueListenerEndpointRegistry.DEFAULT_SHUTDOWN_TIMEOUT;
 
 		/** Whether pollers take their connections from a pool of their own, sized from the total concurrency. */
 		private boolean dedicatedPool = true;
@@ -199,7 +200,7 @@ public class PgQueueProperties {
 		private ConsumptionMode mode = ConsumptionMode.SESSION;
 
 		/** In transactional mode, the longest one batch's transaction may take before it is rolled back. */
-		private Duration transactionTimeout = QueueListenerEndpoint.DEFAULT_TRANSACTION_TIMEOUT;
+		private Duration transactionTimeout = ContainerProperties.DEFAULT_TRANSACTION_TIMEOUT;
 
 		/** Deliveries before a message is dead-lettered. */
 		private int maxAttempts = QueueDefinition.DEFAULT_MAX_ATTEMPTS;

@@ -9,8 +9,9 @@ import java.util.Set;
 import javax.sql.DataSource;
 
 import io.github.pgqueue.ExchangeDefinition;
+import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
-import io.github.pgqueue.QueueTemplate;
 import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.FlywayException;
 import org.slf4j.Logger;
@@ -78,13 +79,14 @@ public class PgQueueSchemaInitializer implements InitializingBean {
 					+ "': " + ex.getMessage() + ". Check spring.datasource.* and that the database user may create "
 					+ "a schema (or create it and grant the user rights on it)", ex);
 		}
-		QueueTemplate template = QueueTemplate.builder(this.dataSource)
+		QueueContext context = QueueContext.builder(this.dataSource)
 			.schema(this.schema)
 			.lockNamespace(this.lockNamespace)
 			.build();
-		template.lockNamespace(); // fails here, naming both, if pgqueue.lock-namespace disagrees with the schema
-		this.definitions.forEach(template::declare);
-		this.exchanges.forEach(template::declare);
+		context.lockNamespace(); // fails here, naming both, if pgqueue.lock-namespace disagrees with the schema
+		QueueAdmin admin = new QueueAdmin(context);
+		this.definitions.forEach(admin::declare);
+		this.exchanges.forEach(admin::declare);
 	}
 
 	/** The exchanges of {@code pgqueue.exchanges}. */

@@ -65,8 +65,8 @@ final class QueueMetrics implements MeterBinder, AutoCloseable {
 	QueueMetrics(QueueTemplate template, Collection<String> queues) {
 		this.template = template;
 		this.configured = new LinkedHashSet<>(queues);
-		this.jdbc = new JdbcTemplate(template.dataSource());
-		String s = "\"" + template.schema() + "\"";
+		this.jdbc = new JdbcTemplate(template.context().dataSource());
+		String s = "\"" + template.context().schema() + "\"";
 		// Each declared queue and the dead-letter queue its messages go to, as a dead letter finds it.
 		this.declaredQueues = """
 				SELECT name, COALESCE(dead_letter_queue, %1$s.default_dead_letter_queue(name))

@@ -7,6 +7,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueException;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.annotation.QueueListener;
@@ -169,7 +170,7 @@ class ApplicationShapesAutoConfigurationTests {
 			.run((context) -> {
 				assertThat(context).hasNotFailed();
 				QueueTemplate template = context.getBean(QueueTemplate.class);
-				assertThat(template.dataSource()).isSameAs(context.getBean("queueDatabase"));
+				assertThat(template.context().dataSource()).isSameAs(context.getBean("queueDatabase"));
 				assertThat(template.send("shapes", "x")).isPositive();
 			});
 	}
@@ -181,7 +182,7 @@ class ApplicationShapesAutoConfigurationTests {
 				.contains("pgqueue.queues.orders.created.max-attempts")
 				.contains("pgqueue.queues[orders.created].max-attempts"));
 		this.runner.withPropertyValues("pgqueue.queues[orders.created].max-attempts=7")
-			.run((context) -> assertThat(context.getBean(QueueTemplate.class).declaredQueues())
+			.run((context) -> assertThat(new QueueAdmin(context.getBean(QueueTemplate.class).context()).declaredQueues())
 				.contains("orders.created"));
 	}
 

@@ -46,7 +46,7 @@ class MessageBodyAutoConfigurationTests {
 	void readsAndWritesXmlWithJaxbWhenJaxbIsOnTheClasspath() {
 		this.runner.run((context) -> {
 			assertThat(context).getBean(PayloadConverter.class).isInstanceOf(JaxbPayloadConverter.class);
-			assertThat(context.getBean(QueueTemplate.class).payloadConverter())
+			assertThat(context.getBean(QueueTemplate.class).context().payloadConverter())
 				.isSameAs(context.getBean(PayloadConverter.class));
 		});
 	}
@@ -63,7 +63,7 @@ class MessageBodyAutoConfigurationTests {
 		PayloadConverter own = new JacksonPayloadConverter();
 		this.runner.withBean(PayloadConverter.class, () -> own).run((context) -> {
 			assertThat(context).hasSingleBean(PayloadConverter.class);
-			assertThat(context.getBean(QueueTemplate.class).payloadConverter()).isSameAs(own);
+			assertThat(context.getBean(QueueTemplate.class).context().payloadConverter()).isSameAs(own);
 		});
 	}
 

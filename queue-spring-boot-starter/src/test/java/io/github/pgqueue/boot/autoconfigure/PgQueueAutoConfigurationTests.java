@@ -7,6 +7,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
 
 import io.github.pgqueue.Acknowledgment;
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueMessage;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.annotation.Header;
@@ -104,7 +105,7 @@ class PgQueueAutoConfigurationTests {
 				assertThat(properties.getListener().getConcurrency()).isEqualTo(3);
 				assertThat(properties.getQueues().get("orders").getBackoff().getInitial()).isEqualTo(Duration.ofSeconds(2));
 				assertThat(properties.getQueues().get("orders").getBackoff().getMultiplier()).isEqualTo(3.0);
-				assertThat(context.getBean(QueueTemplate.class).deadLetterQueueOf("orders")).isEqualTo("orders-failed");
+				assertThat(new QueueAdmin(context.getBean(QueueTemplate.class).context()).deadLetterQueueOf("orders")).isEqualTo("orders-failed");
 			});
 	}
 

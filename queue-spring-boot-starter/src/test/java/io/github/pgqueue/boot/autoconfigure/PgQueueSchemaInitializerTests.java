@@ -27,9 +27,9 @@ class PgQueueSchemaInitializerTests {
 	@Test
 	void aConfiguredLockNamespaceIsStoredWhenTheSchemaIsCreatedAndUsedByEveryProcess() {
 		this.runner.withPropertyValues("pgqueue.schema=pgqueue_configured_ns", "pgqueue.lock-namespace=4243")
-			.run((context) -> assertThat(context.getBean(QueueTemplate.class).lockNamespace()).isEqualTo(4243));
+			.run((context) -> assertThat(context.getBean(QueueTemplate.class).context().lockNamespace()).isEqualTo(4243));
 		this.runner.withPropertyValues("pgqueue.schema=pgqueue_configured_ns")
-			.run((context) -> assertThat(context.getBean(QueueTemplate.class).lockNamespace())
+			.run((context) -> assertThat(context.getBean(QueueTemplate.class).context().lockNamespace())
 				.as("a process without the setting reads it from the schema").isEqualTo(4243));
 	}
 

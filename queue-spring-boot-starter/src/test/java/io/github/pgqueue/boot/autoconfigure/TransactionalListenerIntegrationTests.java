@@ -88,7 +88,7 @@ class TransactionalListenerIntegrationTests {
 	void aQueueConfiguredTransactionalCommitsTheHandlersWritesWithTheMessage() {
 		this.runner.withBean(Payments.class).run((context) -> {
 			assertThat(context.getBean(QueueListenerEndpointRegistry.class).getListenerContainers())
-				.singleElement().satisfies((container) -> assertThat(container.endpoint().mode())
+				.singleElement().satisfies((container) -> assertThat(container.endpoint().containerProperties().mode())
 					.isEqualTo(ConsumptionMode.TRANSACTIONAL));
 			QueueTemplate queues = context.getBean(QueueTemplate.class);
 			queues.sendBatch("payments", List.of(10, 20, -5, 30));
@@ -120,8 +120,8 @@ class TransactionalListenerIntegrationTests {
 		this.runner.withUserConfiguration(Jpa.class).withBean(Audit.class).run((context) -> {
 			assertThat(context.getBean(QueueListenerEndpointRegistry.class).getListenerContainers())
 				.singleElement().satisfies((container) -> {
-					assertThat(container.endpoint().mode()).isEqualTo(ConsumptionMode.TRANSACTIONAL);
-					assertThat(container.endpoint().transactionTimeout()).isEqualTo(Duration.ofSeconds(5));
+					assertThat(container.endpoint().containerProperties().mode()).isEqualTo(ConsumptionMode.TRANSACTIONAL);
+					assertThat(container.endpoint().containerProperties().transactionTimeout()).isEqualTo(Duration.ofSeconds(5));
 				});
 			QueueTemplate queues = context.getBean(QueueTemplate.class);
 			long good = queues.send("audit", "login");

@@ -9,9 +9,9 @@ import java.util.Map;
 import java.util.Set;
 
 import io.github.pgqueue.CancelResult;
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueNames;
 import io.github.pgqueue.QueueStats;
-import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.listener.QueueListenerContainer;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
@@ -66,7 +66,7 @@ final class DashboardController {
 	DashboardController(QueueTemplate template, DashboardRepository repository, ProcessedRates rates,
 			ObjectProvider<QueueListenerEndpointRegistry> registry, boolean readOnly, boolean security) {
 		this.template = template;
-		this.admin = new QueueAdmin(template);
+		this.admin = new QueueAdmin(template.context());
 		this.repository = repository;
 		this.rates = rates;
 		this.registry = registry;
@@ -152,7 +152,7 @@ final class DashboardController {
 		List<String> queues = this.repository.queueNames();
 		Set<String> deadLetterQueues = new LinkedHashSet<>();
 		for (String queue : queues) {
-			deadLetterQueues.add(this.template.deadLetterQueueOf(queue));
+			deadLetterQueues.add(this.admin.deadLetterQueueOf(queue));
 		}
 		deadLetterQueues.retainAll(queues);
 		String from = (origin == null || origin.isEmpty()) ? null : origin;
@@ -167,7 +167,7 @@ final class DashboardController {
 			long total = 0;
 			int moved;
 			do {
-				moved = this.template.redrive(request.origin(), REDRIVE_CHUNK);
+				moved = this.admin.redrive(request.origin(), REDRIVE_CHUNK);
 				total += moved;
 			}
 			while (moved == REDRIVE_CHUNK);
@@ -198,8 +198,8 @@ final class DashboardController {
 			for (QueueListenerContainer container : listeners.getListenerContainers()) {
 				Map<String, Object> row = new LinkedHashMap<>();
 				row.put("id", container.endpoint().id());
-				row.put("queues", container.endpoint().queues());
-				row.put("concurrency", container.endpoint().concurrency());
+				row.put("queues", container.endpoint().containerProperties().queues());
+				row.put("concurrency", container.endpoint().containerProperties().concurrency());
 				row.put("running", container.isRunning());
 				row.put("paused", container.isPaused());
 				row.put("connected", container.isConnected());

@@ -37,8 +37,8 @@ final class DashboardRepository {
 
 	DashboardRepository(QueueTemplate template) {
 		this.template = template;
-		this.jdbc = new JdbcTemplate(template.dataSource());
-		String s = "\"" + template.schema() + "\"";
+		this.jdbc = new JdbcTemplate(template.context().dataSource());
+		String s = "\"" + template.context().schema() + "\"";
 
 		// Declared queues and every queue holding a message. The message queues are found by a loose
 		// index scan (one index probe per distinct queue), not a DISTINCT over the whole table.

@@ -48,7 +48,7 @@ public final class PgQueueDashboardAutoConfiguration {
 
 	@Bean
 	ProcessedRates pgQueueDashboardRates(QueueTemplate template, ObjectProvider<MeterRegistry> meterRegistry) {
-		return new ProcessedRates(meterRegistry.getIfAvailable(template::meterRegistry), Clock.systemUTC());
+		return new ProcessedRates(meterRegistry.getIfAvailable(template.context()::meterRegistry), Clock.systemUTC());
 	}
 
 	@Bean

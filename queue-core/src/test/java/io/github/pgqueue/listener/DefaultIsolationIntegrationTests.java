@@ -26,6 +26,7 @@ import org.slf4j.LoggerFactory;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
+import static io.github.pgqueue.testing.Db.count;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -80,7 +81,7 @@ class DefaultIsolationIntegrationTests {
 		Map<Long, AtomicInteger> runs = drain(isolation, ConsumptionMode.TRANSACTIONAL);
 		assertThat(runs).as("messages handled").hasSize(TOTAL);
 		assertThat(runs.values()).as("runs per message").allSatisfy((n) -> assertThat(n).hasValue(1));
-		assertThat(count("SELECT count(*) FROM pgqueue.message WHERE queue = 'iso.dlq'")).as("dead-lettered").isZero();
+		assertThat(count("iso.dlq")).as("dead-lettered").isZero();
 		assertThat(this.warnings.list).as("warnings").isEmpty();
 	}
 
@@ -90,7 +91,7 @@ class DefaultIsolationIntegrationTests {
 		Map<Long, AtomicInteger> runs = drain(isolation, ConsumptionMode.SESSION);
 		assertThat(runs).as("messages handled").hasSize(TOTAL);
 		assertThat(runs.values()).as("runs per message").allSatisfy((n) -> assertThat(n).hasValue(1));
-		assertThat(count("SELECT count(*) FROM pgqueue.message WHERE queue = 'iso.dlq'")).as("dead-lettered").isZero();
+		assertThat(count("iso.dlq")).as("dead-lettered").isZero();
 		assertThat(this.warnings.list).as("warnings (failed claims and completions)").isEmpty();
 	}
 
@@ -128,13 +129,9 @@ class DefaultIsolationIntegrationTests {
 					.incrementAndGet(),
 				new DefaultQueueErrorHandler(), 10, Duration.ofMillis(50), mode, Duration.ofSeconds(30)));
 		this.registry.start();
-		await().atMost(Duration.ofSeconds(120)).until(() -> count("SELECT count(*) FROM pgqueue.message WHERE queue = 'iso'") == 0);
+		await().atMost(Duration.ofSeconds(120)).until(() -> count("iso") == 0);
 		this.registry.stop();
 		return runs;
-	}
-
-	private long count(String sql) {
-		return this.jdbc.queryForObject(sql, Long.class);
 	}
 
 }

@@ -30,6 +30,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
+import static io.github.pgqueue.testing.Db.advisoryLocks;
+import static io.github.pgqueue.testing.Db.count;
+import static io.github.pgqueue.testing.Db.queueOf;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -70,7 +73,7 @@ class QueueListenerContainerIntegrationTests {
 				(message, ack) -> seen.computeIfAbsent(message.id(), (id) -> new AtomicInteger()).incrementAndGet()));
 		this.registry.start();
 		List<Long> ids = this.template.sendBatch("work", IntStream.range(0, 500).boxed().toList());
-		await().atMost(Duration.ofSeconds(20)).until(() -> seen.size() == ids.size() && queueEmpty());
+		await().atMost(Duration.ofSeconds(20)).until(() -> seen.size() == ids.size() && count() == 0);
 		assertThat(seen.values()).allMatch((n) -> n.get() == 1);
 		assertThat(seen.keySet()).containsExactlyInAnyOrderElementsOf(ids);
 		assertThat(this.meters.get("pgqueue.messages.processed").tag("outcome", "success").counter().count())
@@ -213,7 +216,7 @@ class QueueListenerContainerIntegrationTests {
 		int killed = this.postgres.terminateSessions("consumers");
 		assertThat(killed).as("3 pollers and the LISTEN connection").isEqualTo(4);
 		terminated.set(true);
-		await().atMost(Duration.ofSeconds(30)).until(() -> queueEmpty() && seen.keySet().containsAll(ids));
+		await().atMost(Duration.ofSeconds(30)).until(() -> count() == 0 && seen.keySet().containsAll(ids));
 		assertThat(seen.keySet()).containsExactlyInAnyOrderElementsOf(ids);
 		await().atMost(Duration.ofSeconds(10)).until(this.registry::isListening);
 		long redelivered = seen.values().stream().filter((n) -> n.get() > 1).count();
@@ -233,7 +236,7 @@ class QueueListenerContainerIntegrationTests {
 		}));
 		this.template.sendBatch("fenced", List.of(1, 2, 3, 4, 5));
 		this.registry.start();
-		await().atMost(Duration.ofSeconds(20)).until(() -> queueEmpty() && deliveries.size() >= 6);
+		await().atMost(Duration.ofSeconds(20)).until(() -> count() == 0 && deliveries.size() >= 6);
 		assertThat(deliveries).as("only the handler running when the session died ran on it")
 			.containsExactly("1@1", "1@2", "2@2", "3@2", "4@2", "5@2");
 	}
@@ -250,7 +253,7 @@ class QueueListenerContainerIntegrationTests {
 		await().atMost(Duration.ofSeconds(10)).until(() -> seen.size() > 200);
 		this.postgres.restart();
 		await().atMost(Duration.ofSeconds(60)).until(() -> seen.keySet().containsAll(ids));
-		await().atMost(Duration.ofSeconds(10)).until(() -> queueEmpty() && this.registry.isListening());
+		await().atMost(Duration.ofSeconds(10)).until(() -> count() == 0 && this.registry.isListening());
 		assertThat(seen.keySet()).containsExactlyInAnyOrderElementsOf(ids);
 		assertThat(this.registry.getListenerContainer("restart").isConnected()).isTrue();
 	}
@@ -422,23 +425,6 @@ class QueueListenerContainerIntegrationTests {
 		return Thread.getAllStackTraces().keySet().stream()
 			.filter((thread) -> thread.getName().equals("pgqueue-keep-alive") && thread.isAlive())
 			.toList();
-	}
-
-	private String queueOf(long id) {
-		List<String> queues = this.jdbc.queryForList("SELECT queue FROM pgqueue.message WHERE id = ?", String.class, id);
-		return queues.isEmpty() ? null : queues.get(0);
-	}
-
-	private long count(String queue) {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = ?", Long.class, queue);
-	}
-
-	private boolean queueEmpty() {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message", Long.class) == 0;
-	}
-
-	private long advisoryLocks() {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'", Long.class);
 	}
 
 }

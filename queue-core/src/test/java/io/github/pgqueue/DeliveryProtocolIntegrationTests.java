@@ -298,10 +298,8 @@ class DeliveryProtocolIntegrationTests {
 			assertThat(first).isEqualTo(sent.get(0));
 			Future<?> ack = pool.submit(() -> acking.ack(List.of(first)));
 			String ackWaiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted";
-			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-			while (queryForLong(ackWaiting) == 0 && System.nanoTime() < deadline) {
-				Thread.sleep(10);
-			}
+			org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(10))
+				.until(() -> queryForLong(ackWaiting) > 0);
 			assertThat(queryForLong(ackWaiting)).as("the ack has deleted and waits to commit").isEqualTo(1);
 
 			Future<ConsumerSession.Claim> claim = pool.submit(() -> claiming.claim("handover", 10));

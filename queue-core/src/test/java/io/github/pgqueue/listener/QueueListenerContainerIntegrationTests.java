@@ -22,6 +22,7 @@ import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueMessage;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.Pollers;
 import io.github.pgqueue.testing.PostgresExtension;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.AfterEach;
@@ -197,7 +198,8 @@ class QueueListenerContainerIntegrationTests {
 				Duration.ofSeconds(30)));
 		this.registry.start();
 		await().atMost(Duration.ofSeconds(5)).until(this.registry::isListening);
-		Thread.sleep(300); // let the poller finish its first, empty poll and start waiting
+		// the poller's first, empty poll is over: it waits up to 30 s now
+		await().atMost(Duration.ofSeconds(30)).until(() -> Pollers.waiting("idle") == 1);
 		this.template.send("idle", 1);
 		assertThat(received.await(1, TimeUnit.SECONDS)).as("handled within a second").isTrue();
 	}
@@ -269,7 +271,8 @@ class QueueListenerContainerIntegrationTests {
 				}, new DefaultQueueErrorHandler(), 10, Duration.ofMillis(200)));
 		idle.start();
 		try {
-			Thread.sleep(500); // every poller's first claim is done
+			// every poller's first claim is done: each waits, the leader a poll interval, the others ten
+			await().atMost(Duration.ofSeconds(30)).until(() -> Pollers.waiting("idle-cost") == 4);
 			int before = claims.get();
 			Thread.sleep(2000);
 			int during = claims.get() - before;

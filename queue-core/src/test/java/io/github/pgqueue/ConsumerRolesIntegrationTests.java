@@ -23,6 +23,8 @@ import org.springframework.jdbc.datasource.SingleConnectionDataSource;
 import org.springframework.jdbc.support.JdbcTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
+import static io.github.pgqueue.testing.Db.queryForLong;
+import static io.github.pgqueue.testing.Db.terminateBackend;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.assertj.core.api.Assertions.catchThrowable;
@@ -100,7 +102,7 @@ class ConsumerRolesIntegrationTests {
 					.build())
 				.build());
 		this.registry.start();
-		await().atMost(Duration.ofSeconds(10)).until(() -> count("SELECT count(*) FROM pgqueue.holding h "
+		await().atMost(Duration.ofSeconds(10)).until(() -> queryForLong("SELECT count(*) FROM pgqueue.holding h "
 				+ "JOIN pg_stat_activity a ON a.pid = h.pid WHERE a.usename = 'bystander'") == 1);
 		assertThat(this.owner.queryForList("SELECT pid FROM pgqueue.holding WHERE ? = ANY (ids)", Integer.class, id))
 			.as("the holding row of the live session of another role").containsExactly(holderPid);
@@ -119,7 +121,7 @@ class ConsumerRolesIntegrationTests {
 		this.registry.stop();
 		this.registry = null;
 		assertThat(bystander.receive("elsewhere", Integer.class)).isEmpty();
-		assertThat(count("SELECT count(*) FROM pgqueue.holding"))
+		assertThat(queryForLong("SELECT count(*) FROM pgqueue.holding"))
 			.as("the dead sessions' rows, cleaned up by a session of a role that cannot see their messages").isZero();
 	}
 
@@ -139,7 +141,7 @@ class ConsumerRolesIntegrationTests {
 				true);
 		try (var open = this.template.context().openSession()) {
 			JdbcTemplate sender = new JdbcTemplate(connection);
-			long others = count("SELECT count(*) FROM pgqueue.holding");
+			long others = queryForLong("SELECT count(*) FROM pgqueue.holding");
 			softly.assertThat(others).as("the owner's live session").isEqualTo(1);
 			softly.assertThat(sender.update("DELETE FROM pgqueue.holding")).as("rows deleted").isZero();
 			softly.assertThat(sender.update("UPDATE pgqueue.holding SET ids = ?::bigint[]", (Object) listed))
@@ -161,12 +163,12 @@ class ConsumerRolesIntegrationTests {
 					.as("a row of its own listing a message not committed yet").isNotNull();
 				status.setRollbackOnly();
 			});
-			softly.assertThat(count("SELECT count(*) FROM pgqueue.holding")).as("holding rows").isEqualTo(others);
+			softly.assertThat(queryForLong("SELECT count(*) FROM pgqueue.holding")).as("holding rows").isEqualTo(others);
 		}
 		finally {
 			connection.destroy();
 		}
-		softly.assertThat(count("SELECT count(*) FROM pgqueue.holding")).as("holding rows once it has gone").isZero();
+		softly.assertThat(queryForLong("SELECT count(*) FROM pgqueue.holding")).as("holding rows once it has gone").isZero();
 		for (long id : ids) {
 			try (Lease<Integer> lease = this.template.receive("payroll", Integer.class).orElseThrow()) {
 				softly.assertThat(lease.message().attempt()).as("attempt of message %d", id).isEqualTo(1);
@@ -295,18 +297,13 @@ class ConsumerRolesIntegrationTests {
 
 	/** Terminates the backend of a session that holds a lease, and waits until it is gone. */
 	private void die(int pid, Lease<?> lease) {
-		this.owner.queryForObject("SELECT pg_terminate_backend(?)", Boolean.class, pid);
-		await().atMost(Duration.ofSeconds(10)).until(() -> count("SELECT count(*) FROM pg_stat_activity WHERE pid = " + pid) == 0);
+		terminateBackend(pid);
 		assertThatExceptionOfType(LeaseLostException.class).isThrownBy(lease::ack);
 	}
 
 	/** The backend pid of the one session of role holder. */
 	private int holderPid() {
 		return this.owner.queryForObject("SELECT pid FROM pg_stat_activity WHERE usename = 'holder'", Integer.class);
-	}
-
-	private long count(String sql) {
-		return this.owner.queryForObject(sql, Long.class);
 	}
 
 	private DataSource as(String role) {

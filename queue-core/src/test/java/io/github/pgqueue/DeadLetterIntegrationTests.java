@@ -13,6 +13,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
+import static io.github.pgqueue.testing.Db.advisoryLocks;
+import static io.github.pgqueue.testing.Db.queueOf;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 
@@ -130,14 +132,6 @@ class DeadLetterIntegrationTests {
 			lease.reject("test");
 		}
 		return id;
-	}
-
-	private String queueOf(long id) {
-		return this.jdbc.queryForObject("SELECT queue FROM pgqueue.message WHERE id = ?", String.class, id);
-	}
-
-	private long advisoryLocks() {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'", Long.class);
 	}
 
 }

@@ -27,6 +27,9 @@ import org.slf4j.LoggerFactory;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
+import static io.github.pgqueue.testing.Db.advisoryLocks;
+import static io.github.pgqueue.testing.Db.count;
+import static io.github.pgqueue.testing.Db.queryForLong;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -76,7 +79,7 @@ class DeliveryProtocolIntegrationTests {
 		Thread canceller = new Thread(() -> order.forEach((id) -> cancelled.put(id, this.template.cancel("cancel-race", id))));
 		canceller.start();
 		Map<Long, AtomicInteger> deliveries = drain("cancel-race", 4, 5,
-				() -> !canceller.isAlive() && count("SELECT count(*) FROM pgqueue.message") == 0);
+				() -> !canceller.isAlive() && count() == 0);
 		canceller.join();
 		List<Long> removed = cancelled.entrySet().stream().filter((e) -> e.getValue() == CancelResult.REMOVED)
 			.map(Map.Entry::getKey).toList();
@@ -95,14 +98,14 @@ class DeliveryProtocolIntegrationTests {
 		this.jdbc.update("UPDATE pgqueue.message SET headers = '{\"pgqueue-dead-lettered-from\": \"r\"}'");
 		java.util.concurrent.atomic.AtomicBoolean redriving = new java.util.concurrent.atomic.AtomicBoolean(true);
 		Thread redriver = new Thread(() -> {
-			while (count("SELECT count(*) FROM pgqueue.message WHERE queue = 'r.dlq'") > 0) {
+			while (count("r.dlq") > 0) {
 				this.admin.redrive("r", 25);
 			}
 			redriving.set(false);
 		});
 		redriver.start();
 		java.util.function.BooleanSupplier done = () -> !redriving.get()
-				&& count("SELECT count(*) FROM pgqueue.message") == 0;
+				&& count() == 0;
 		var fromMain = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
 			try {
 				return drain("r", 2, 10, done);
@@ -191,7 +194,7 @@ class DeliveryProtocolIntegrationTests {
 				.hasMessageContaining("will be delivered again");
 			again.ack();
 		}
-		assertThat(count("SELECT count(*) FROM pgqueue.message")).isZero();
+		assertThat(count()).isZero();
 		assertThat(advisoryLocks()).isZero();
 	}
 
@@ -265,10 +268,10 @@ class DeliveryProtocolIntegrationTests {
 		}
 		dying.close();
 		try (ConsumerSession next = this.template.context().openSession()) {
-			assertThat(count("SELECT count(*) FROM pgqueue.holding")).as("only the open session's row is left")
+			assertThat(queryForLong("SELECT count(*) FROM pgqueue.holding")).as("only the open session's row is left")
 				.isEqualTo(1);
 		}
-		assertThat(count("SELECT count(*) FROM pgqueue.holding")).as("a session that ends deletes its row").isZero();
+		assertThat(queryForLong("SELECT count(*) FROM pgqueue.holding")).as("a session that ends deletes its row").isZero();
 		assertThat(advisoryLocks()).isZero();
 	}
 
@@ -297,11 +300,9 @@ class DeliveryProtocolIntegrationTests {
 			assertThat(first).isEqualTo(sent.get(0));
 			Future<?> ack = pool.submit(() -> acking.ack(List.of(first)));
 			String ackWaiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted";
-			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-			while (count(ackWaiting) == 0 && System.nanoTime() < deadline) {
-				Thread.sleep(10);
-			}
-			assertThat(count(ackWaiting)).as("the ack has deleted and waits to commit").isEqualTo(1);
+			org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(10))
+				.until(() -> queryForLong(ackWaiting) > 0);
+			assertThat(queryForLong(ackWaiting)).as("the ack has deleted and waits to commit").isEqualTo(1);
 
 			Future<ConsumerSession.Claim> claim = pool.submit(() -> claiming.claim("handover", 10));
 			ConsumerSession.Claim taken;
@@ -321,7 +322,7 @@ class DeliveryProtocolIntegrationTests {
 			this.jdbc.execute("DROP TRIGGER IF EXISTS handover_commit_gate ON pgqueue.message");
 			this.jdbc.execute("DROP FUNCTION IF EXISTS public.handover_commit_gate()");
 		}
-		assertThat(count("SELECT count(*) FROM pgqueue.message WHERE queue = 'handover'")).isZero();
+		assertThat(count("handover")).isZero();
 		assertThat(advisoryLocks()).isZero();
 	}
 
@@ -347,7 +348,7 @@ class DeliveryProtocolIntegrationTests {
 			}
 		}
 		assertThat(claimed).containsExactlyInAnyOrderElementsOf(sent);
-		assertThat(count("SELECT count(*) FROM pgqueue.holding")).isZero();
+		assertThat(queryForLong("SELECT count(*) FROM pgqueue.holding")).isZero();
 		assertThat(advisoryLocks()).isZero();
 	}
 
@@ -475,7 +476,7 @@ class DeliveryProtocolIntegrationTests {
 					.map((id) -> org.assertj.core.groups.Tuple.tuple(id, 2)).toList());
 			third.ack(sent.subList(4, 10));
 		}
-		assertThat(count("SELECT count(*) FROM pgqueue.message")).isZero();
+		assertThat(count()).isZero();
 		assertThat(advisoryLocks()).isZero();
 	}
 
@@ -546,7 +547,7 @@ class DeliveryProtocolIntegrationTests {
 		assertThat(delivered).as("each once, at the attempt after the ones its consumers lost")
 			.allSatisfy((id, attempts) -> assertThat(attempts).containsExactly(reopened.contains(id) ? 3 : 2));
 		assertThat(claims).as("claims of batches of 10, not of one message each").isLessThanOrEqualTo(orphans / 10 + 2);
-		assertThat(count("SELECT count(*) FROM pgqueue.holding WHERE cardinality(ids) > 0"))
+		assertThat(queryForLong("SELECT count(*) FROM pgqueue.holding WHERE cardinality(ids) > 0"))
 			.as("nothing left listed by the sessions that died").isZero();
 		assertThat(advisoryLocks()).isZero();
 	}
@@ -756,7 +757,7 @@ class DeliveryProtocolIntegrationTests {
 		assertThat(duplicated).as("delivered more than once").isEmpty();
 		assertThat(lost).as("never delivered").isEmpty();
 		assertThat(deliveries.keySet()).containsExactlyInAnyOrderElementsOf(sent);
-		assertThat(count("SELECT count(*) FROM pgqueue.message")).as("left in the table").isZero();
+		assertThat(count()).as("left in the table").isZero();
 		assertThat(advisoryLocks()).as("advisory locks left").isZero();
 	}
 
@@ -776,21 +777,13 @@ class DeliveryProtocolIntegrationTests {
 		assertThat(pids).as("sessions holding locks").isNotEmpty();
 		pids.forEach((pid) -> this.jdbc.queryForObject("SELECT pg_terminate_backend(?)", Boolean.class, pid));
 		org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
-			.until(() -> count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'") == 0);
+			.until(() -> advisoryLocks() == 0);
 	}
 
 	/** The ids listed in the holding row of {@code session}. */
 	private List<Long> heldBy(ConsumerSession session) {
 		return this.jdbc.queryForObject("SELECT ids FROM pgqueue.holding WHERE pid = ?",
 				(rs, n) -> List.of((Long[]) rs.getArray(1).getArray()), session.backendPid());
-	}
-
-	private long advisoryLocks() {
-		return count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'");
-	}
-
-	private long count(String sql) {
-		return this.jdbc.queryForObject(sql, Long.class);
 	}
 
 }

@@ -21,6 +21,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
+import static io.github.pgqueue.testing.Db.advisoryLocks;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
@@ -277,10 +278,6 @@ class FailedStatementIntegrationTests {
 		config.setMaximumPoolSize(1);
 		config.setConnectionInitSql(initSql);
 		return new HikariDataSource(config);
-	}
-
-	private long advisoryLocks() {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'", Long.class);
 	}
 
 }

@@ -26,6 +26,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DriverManagerDataSource;
 
+import static io.github.pgqueue.testing.Db.advisoryLocks;
+import static io.github.pgqueue.testing.Db.count;
+import static io.github.pgqueue.testing.Db.queryForLong;
+import static io.github.pgqueue.testing.Db.terminateBackend;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -149,7 +153,7 @@ class LostAttemptIntegrationTests {
 			try {
 				claim = pool.submit(lateClaim);
 				Awaitility.await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
-					.until(() -> claim.isDone() || count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+					.until(() -> claim.isDone() || queryForLong("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
 							+ " AND objid = " + GATE + " AND NOT granted AND pid = " + latePid) == 1);
 				assertThat(claim).as("the late claim waits at the gate, after its snapshot").isNotDone();
 
@@ -157,9 +161,7 @@ class LostAttemptIntegrationTests {
 				ConsumerSession dying = this.template.context().openSession();
 				List<ClaimedMessage> held = dying.claim("late", 10).messages();
 				assertThat(held).extracting(ClaimedMessage::attempt).containsExactly(1);
-				this.jdbc.queryForObject("SELECT pg_terminate_backend(?)", Boolean.class, dying.backendPid());
-				Awaitility.await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
-					.until(() -> count("SELECT count(*) FROM pg_stat_activity WHERE pid = " + dying.backendPid()) == 0);
+				terminateBackend(dying.backendPid());
 				dying.close();
 			}
 			finally {
@@ -184,12 +186,8 @@ class LostAttemptIntegrationTests {
 	}
 
 	private void assertNothingLeft() {
-		assertThat(count("SELECT count(*) FROM pgqueue.message")).isZero();
-		assertThat(count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")).isZero();
-	}
-
-	private long count(String sql) {
-		return this.jdbc.queryForObject(sql, Long.class);
+		assertThat(count()).isZero();
+		assertThat(advisoryLocks()).isZero();
 	}
 
 }

@@ -17,8 +17,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-import org.springframework.jdbc.core.JdbcTemplate;
-
+import static io.github.pgqueue.testing.Db.count;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
 import static org.awaitility.Awaitility.await;
@@ -28,8 +27,6 @@ import static org.awaitility.Awaitility.await;
 class QueueAdminIntegrationTests {
 
 	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
-
-	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
 
 	private final QueueTemplate template = QueueTemplate.builder(this.postgres.dataSource()).build();
 
@@ -184,10 +181,6 @@ class QueueAdminIntegrationTests {
 				List.of(new ExchangeDefinition.Binding("bound", ""))));
 		assertThatIllegalStateException().isThrownBy(() -> this.admin.drop("bound", true))
 			.withMessageContaining("bound to exchange(s) [events]");
-	}
-
-	private long count(String queue) {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = ?", Long.class, queue);
 	}
 
 }

@@ -1,7 +1,6 @@
 package io.github.pgqueue;
 
 import java.sql.Connection;
-import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
@@ -23,6 +22,8 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
+import static io.github.pgqueue.testing.Db.advisoryLocks;
+import static io.github.pgqueue.testing.Db.count;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -65,7 +66,7 @@ class QueueTemplateIntegrationTests {
 			lease.ack();
 		}
 		assertThat(this.template.receive("emails", Email.class)).isEmpty();
-		assertThat(countMessages()).isZero();
+		assertThat(count()).isZero();
 		assertThat(advisoryLocks()).isZero();
 	}
 
@@ -111,7 +112,7 @@ class QueueTemplateIntegrationTests {
 			assertThat(this.template.cancel("other", held)).isEqualTo(CancelResult.NOT_FOUND);
 			lease.ack();
 		}
-		assertThat(countMessages()).isZero();
+		assertThat(count()).isZero();
 		assertThat(advisoryLocks()).isZero();
 	}
 
@@ -126,7 +127,7 @@ class QueueTemplateIntegrationTests {
 			status.setRollbackOnly();
 		});
 		assertThat(this.template.receive("emails", Email.class)).isEmpty();
-		assertThat(countMessages()).isZero();
+		assertThat(count()).isZero();
 	}
 
 	@Test
@@ -273,7 +274,7 @@ class QueueTemplateIntegrationTests {
 		assertThatIllegalArgumentException().isThrownBy(() -> this.template.send(null, "x"))
 			.withMessage("Queue name must not be null");
 		assertThat(this.template.send("x".repeat(63), "longest")).isPositive();
-		assertThat(countMessages()).isEqualTo(1);
+		assertThat(count()).isEqualTo(1);
 	}
 
 	@Test
@@ -288,7 +289,7 @@ class QueueTemplateIntegrationTests {
 			.withMessageContaining("Payload for queue 'emails' must not be null");
 		assertThatIllegalArgumentException()
 			.isThrownBy(() -> this.template.sendBatch("emails", java.util.Arrays.asList("a", null)));
-		assertThat(countMessages()).isZero();
+		assertThat(count()).isZero();
 	}
 
 	static class Unwritable {
@@ -306,7 +307,7 @@ class QueueTemplateIntegrationTests {
 			.hasMessageContaining("Cannot write payload of type " + Unwritable.class.getName());
 		assertThatThrownBy(() -> this.template.sendBatch("emails", List.of("fine", new Unwritable())))
 			.isInstanceOf(PayloadConversionException.class);
-		assertThat(countMessages()).isZero();
+		assertThat(count()).isZero();
 	}
 
 	@Test
@@ -315,7 +316,7 @@ class QueueTemplateIntegrationTests {
 		assertThatIllegalArgumentException().isThrownBy(() -> small.send("big", "x".repeat(200)))
 			.withMessageContaining("Payload for queue 'big' is 202 bytes of JSON, above the limit of 100 bytes");
 		assertThatIllegalArgumentException().isThrownBy(() -> small.sendBatch("big", List.of("ok", "é".repeat(60))));
-		assertThat(countMessages()).isZero();
+		assertThat(count()).isZero();
 		assertThat(small.send("big", "x".repeat(98))).isPositive();
 	}
 
@@ -367,21 +368,6 @@ class QueueTemplateIntegrationTests {
 		try (Lease<Integer> lease = this.template.receive("h", Integer.class).orElseThrow()) {
 			assertThat(lease.message().headers()).isEqualTo(Map.of("n", "5", "s", "v"));
 			lease.ack();
-		}
-	}
-
-	private long countMessages() {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message", Long.class);
-	}
-
-	private long advisoryLocks() {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'", Long.class);
-	}
-
-	static long count(DataSource dataSource, String sql) throws Exception {
-		try (Connection c = dataSource.getConnection(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
-			rs.next();
-			return rs.getLong(1);
 		}
 	}
 

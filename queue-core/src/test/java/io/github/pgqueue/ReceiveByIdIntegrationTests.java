@@ -18,6 +18,7 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.JdbcTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
+import static io.github.pgqueue.testing.Db.advisoryLocks;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
@@ -46,7 +47,7 @@ class ReceiveByIdIntegrationTests {
 		assertThat(this.jdbc.queryForList("SELECT payload::text FROM pgqueue.message WHERE queue = 'byid' ORDER BY id",
 				String.class)).containsExactly("1", "3");
 		assertThat(this.template.receive("byid", middle, Integer.class)).as("gone").isEmpty();
-		assertThat(heldKeys()).isZero();
+		assertThat(advisoryLocks()).isZero();
 	}
 
 	@Test
@@ -65,7 +66,7 @@ class ReceiveByIdIntegrationTests {
 		try (Lease<Integer> lease = this.template.receive("byid-group", second, Integer.class).orElseThrow()) {
 			lease.ack();
 		}
-		assertThat(heldKeys()).isZero();
+		assertThat(advisoryLocks()).isZero();
 	}
 
 	@Test
@@ -114,7 +115,7 @@ class ReceiveByIdIntegrationTests {
 		assertThat(byId).as("paused: nothing by id either").isEmpty();
 		assertThat(this.jdbc.queryForObject("SELECT attempts FROM pgqueue.message WHERE id = ?", Integer.class, id))
 			.as("no attempt taken").isZero();
-		assertThat(heldKeys()).isZero();
+		assertThat(advisoryLocks()).isZero();
 
 		admin.resume("byid-paused");
 		try (Lease<Integer> lease = this.template.receive("byid-paused", id, Integer.class).orElseThrow()) {
@@ -123,7 +124,7 @@ class ReceiveByIdIntegrationTests {
 		}
 		assertThat(this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = 'byid-paused'",
 				Integer.class)).isZero();
-		assertThat(heldKeys()).isZero();
+		assertThat(advisoryLocks()).isZero();
 	}
 
 	@Test
@@ -135,15 +136,11 @@ class ReceiveByIdIntegrationTests {
 			.withMessageContaining("left in the queue");
 		assertThat(this.jdbc.queryForObject("SELECT attempts FROM pgqueue.message WHERE id = ? AND queue = 'byid-typed'",
 				Integer.class, id)).as("its attempt given back").isZero();
-		assertThat(heldKeys()).isZero();
+		assertThat(advisoryLocks()).isZero();
 		try (Lease<String> lease = this.template.receive("byid-typed", id, String.class).orElseThrow()) {
 			assertThat(lease.message().payload()).isEqualTo("not a number");
 			lease.ack();
 		}
-	}
-
-	private int heldKeys() {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'", Integer.class);
 	}
 
 }

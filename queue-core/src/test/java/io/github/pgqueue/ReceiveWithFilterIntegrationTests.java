@@ -11,6 +11,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
+import static io.github.pgqueue.testing.Db.count;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 
@@ -39,7 +40,7 @@ class ReceiveWithFilterIntegrationTests {
 		assertThat(receiveAndAck("region = 'us'")).isEmpty();
 		assertThat(receiveAndAck("missing = 'x'")).isEmpty();
 		assertThat(receiveAndAck("\"type\" = 'welcome'")).contains(1);
-		assertThat(count()).isZero();
+		assertThat(count("rf")).isZero();
 	}
 
 	@Test
@@ -66,7 +67,7 @@ class ReceiveWithFilterIntegrationTests {
 		assertThat(this.jdbc.queryForObject(
 				"SELECT count(*) FROM pgqueue.message WHERE queue = 'rf' AND (attempts <> 0 OR claim_open)",
 				Integer.class)).isZero();
-		assertThat(count()).isEqualTo(20);
+		assertThat(count("rf")).isEqualTo(20);
 	}
 
 	@Test
@@ -87,10 +88,6 @@ class ReceiveWithFilterIntegrationTests {
 		SendOptions.Builder options = SendOptions.builder();
 		headers.forEach(options::header);
 		this.template.send("rf", payload, options.build());
-	}
-
-	private int count() {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = 'rf'", Integer.class);
 	}
 
 }

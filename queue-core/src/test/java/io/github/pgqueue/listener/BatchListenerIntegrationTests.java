@@ -25,6 +25,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
+import static io.github.pgqueue.testing.Db.count;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 import static org.awaitility.Awaitility.await;
@@ -78,7 +79,7 @@ class BatchListenerIntegrationTests {
 			messages.forEach((m) -> seen.computeIfAbsent(m.id(), (id) -> new AtomicInteger()).incrementAndGet());
 		});
 		List<Long> ids = this.template.sendBatch("many", IntStream.range(0, 600).boxed().toList());
-		await().atMost(Duration.ofSeconds(20)).until(() -> queued("many") == 0);
+		await().atMost(Duration.ofSeconds(20)).until(() -> count("many") == 0);
 		assertThat(seen.keySet()).containsExactlyInAnyOrderElementsOf(ids);
 		assertThat(seen.values()).allMatch((n) -> n.get() == 1);
 		assertThat(sizes).allMatch((n) -> n >= 1 && n <= 10).anyMatch((n) -> n > 1);
@@ -95,7 +96,7 @@ class BatchListenerIntegrationTests {
 				throw new BatchListenerFailedException("payment declined", new IllegalStateException("declined"), 2);
 			}
 		});
-		await().atMost(Duration.ofSeconds(20)).until(() -> queued("named") == 0);
+		await().atMost(Duration.ofSeconds(20)).until(() -> count("named") == 0);
 		assertThat(this.attempts).containsEntry(0, List.of(1)).containsEntry(1, List.of(1))
 			.as("the failed one counts an attempt").containsEntry(2, List.of(1, 2))
 			.as("the ones after it were released without one").containsEntry(3, List.of(1, 1))
@@ -113,7 +114,7 @@ class BatchListenerIntegrationTests {
 				throw new IllegalStateException("downstream down");
 			}
 		});
-		await().atMost(Duration.ofSeconds(20)).until(() -> queued("all") == 0);
+		await().atMost(Duration.ofSeconds(20)).until(() -> count("all") == 0);
 		assertThat(this.attempts).containsOnly(Map.entry(0, List.of(1, 2)), Map.entry(1, List.of(1, 2)),
 				Map.entry(2, List.of(1, 2)));
 	}
@@ -132,7 +133,7 @@ class BatchListenerIntegrationTests {
 				throw new BatchListenerFailedException("bad row", 1);
 			}
 		});
-		await().atMost(Duration.ofSeconds(20)).until(() -> queued("tx") == 0);
+		await().atMost(Duration.ofSeconds(20)).until(() -> count("tx") == 0);
 		assertThat(this.attempts).as("rolled back, so delivered again; only the named one counted an attempt")
 			.containsEntry(0, List.of(1, 1)).containsEntry(1, List.of(1, 2)).containsEntry(2, List.of(1, 1))
 			.containsEntry(3, List.of(1, 1));
@@ -146,9 +147,9 @@ class BatchListenerIntegrationTests {
 				+ "('mixed', '7'), ('mixed', '8')");
 		List<Object> payloads = new CopyOnWriteArrayList<>();
 		start(ConsumptionMode.SESSION, "mixed", 1, (messages) -> messages.forEach((m) -> payloads.add(m.payload())));
-		await().atMost(Duration.ofSeconds(20)).until(() -> queued("mixed") == 0);
+		await().atMost(Duration.ofSeconds(20)).until(() -> count("mixed") == 0);
 		assertThat(payloads).containsExactlyInAnyOrder(7, 8);
-		assertThat(queued("mixed.dlq")).isEqualTo(1);
+		assertThat(count("mixed.dlq")).isEqualTo(1);
 	}
 
 	@Test
@@ -194,10 +195,6 @@ class BatchListenerIntegrationTests {
 					.build())
 				.build());
 		this.registry.start();
-	}
-
-	private int queued(String queue) {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = ?", Integer.class, queue);
 	}
 
 }

@@ -27,6 +27,7 @@ import org.slf4j.LoggerFactory;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
+import static io.github.pgqueue.testing.Db.count;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -81,7 +82,7 @@ class DefaultIsolationIntegrationTests {
 		Map<Long, AtomicInteger> runs = drain(isolation, ConsumptionMode.TRANSACTIONAL);
 		assertThat(runs).as("messages handled").hasSize(TOTAL);
 		assertThat(runs.values()).as("runs per message").allSatisfy((n) -> assertThat(n).hasValue(1));
-		assertThat(count("SELECT count(*) FROM pgqueue.message WHERE queue = 'iso.dlq'")).as("dead-lettered").isZero();
+		assertThat(count("iso.dlq")).as("dead-lettered").isZero();
 		assertThat(this.warnings.list).as("warnings").isEmpty();
 	}
 
@@ -91,7 +92,7 @@ class DefaultIsolationIntegrationTests {
 		Map<Long, AtomicInteger> runs = drain(isolation, ConsumptionMode.SESSION);
 		assertThat(runs).as("messages handled").hasSize(TOTAL);
 		assertThat(runs.values()).as("runs per message").allSatisfy((n) -> assertThat(n).hasValue(1));
-		assertThat(count("SELECT count(*) FROM pgqueue.message WHERE queue = 'iso.dlq'")).as("dead-lettered").isZero();
+		assertThat(count("iso.dlq")).as("dead-lettered").isZero();
 		assertThat(this.warnings.list).as("warnings (failed claims and completions)").isEmpty();
 	}
 
@@ -137,13 +138,9 @@ class DefaultIsolationIntegrationTests {
 					.build())
 				.build());
 		this.registry.start();
-		await().atMost(Duration.ofSeconds(120)).until(() -> count("SELECT count(*) FROM pgqueue.message WHERE queue = 'iso'") == 0);
+		await().atMost(Duration.ofSeconds(120)).until(() -> count("iso") == 0);
 		this.registry.stop();
 		return runs;
-	}
-
-	private long count(String sql) {
-		return this.jdbc.queryForObject(sql, Long.class);
 	}
 
 }

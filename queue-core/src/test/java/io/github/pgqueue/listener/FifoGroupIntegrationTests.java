@@ -40,6 +40,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
+import static io.github.pgqueue.testing.Db.count;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -466,10 +467,6 @@ class FifoGroupIntegrationTests {
 			}
 			return ids;
 		}
-	}
-
-	private long count(String queue) {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = ?", Long.class, queue);
 	}
 
 }

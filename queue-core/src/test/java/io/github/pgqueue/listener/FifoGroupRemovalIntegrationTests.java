@@ -44,6 +44,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
+import static io.github.pgqueue.testing.Db.count;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
@@ -516,10 +517,6 @@ class FifoGroupRemovalIntegrationTests {
 
 	private List<Long> ids(String queue) {
 		return this.jdbc.queryForList("SELECT id FROM pgqueue.message WHERE queue = ? ORDER BY id", Long.class, queue);
-	}
-
-	private long count(String queue) {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = ?", Long.class, queue);
 	}
 
 }

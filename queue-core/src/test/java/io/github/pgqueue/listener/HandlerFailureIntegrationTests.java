@@ -28,6 +28,10 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
+import static io.github.pgqueue.testing.Db.advisoryLocks;
+import static io.github.pgqueue.testing.Db.count;
+import static io.github.pgqueue.testing.Db.lastError;
+import static io.github.pgqueue.testing.Db.queueOf;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -204,23 +208,6 @@ class HandlerFailureIntegrationTests {
 			}
 
 		};
-	}
-
-	private String queueOf(long id) {
-		List<String> queues = this.jdbc.queryForList("SELECT queue FROM pgqueue.message WHERE id = ?", String.class, id);
-		return queues.isEmpty() ? null : queues.get(0);
-	}
-
-	private String lastError(long id) {
-		return this.jdbc.queryForObject("SELECT last_error FROM pgqueue.message WHERE id = ?", String.class, id);
-	}
-
-	private long count(String queue) {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = ?", Long.class, queue);
-	}
-
-	private long advisoryLocks() {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'", Long.class);
 	}
 
 }

@@ -22,6 +22,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
+import static io.github.pgqueue.testing.Db.count;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 import static org.awaitility.Awaitility.await;
@@ -180,10 +181,6 @@ class HeaderFilterIntegrationTests {
 					.build())
 			.withMessage("filter 'type == 'a'' of listener 'mailer': expected a value: a string in single quotes "
 					+ "or a number at position 7");
-	}
-
-	private int count(String queue) {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = ?", Integer.class, queue);
 	}
 
 	private int advisoryLocks() {

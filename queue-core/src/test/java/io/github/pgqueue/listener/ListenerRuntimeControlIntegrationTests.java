@@ -22,8 +22,10 @@ import org.junit.jupiter.api.condition.JRE;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.core.task.SimpleAsyncTaskExecutor;
-import org.springframework.jdbc.core.JdbcTemplate;
 
+import static io.github.pgqueue.testing.Db.advisoryLocks;
+import static io.github.pgqueue.testing.Db.count;
+import static io.github.pgqueue.testing.Db.queueOf;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
 import static org.awaitility.Awaitility.await;
@@ -36,8 +38,6 @@ import static org.awaitility.Awaitility.await;
 class ListenerRuntimeControlIntegrationTests {
 
 	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
-
-	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
 
 	private final QueueTemplate template = QueueTemplate.builder(this.postgres.dataSource()).build();
 
@@ -71,17 +71,17 @@ class ListenerRuntimeControlIntegrationTests {
 		release.countDown();
 		// A poller that passed its pause check just before the pause claims one more batch.
 		await().atMost(Duration.ofSeconds(10)).until(container::isPauseComplete);
-		assertThat(heldMessages()).isZero();
+		assertThat(advisoryLocks()).isZero();
 		int handledWhenPaused = seen.size();
 		this.template.sendBatch("paused", IntStream.range(0, 20).boxed().toList());
 		Thread.sleep(1_000); // five poll intervals and a notification: a running poller would claim
 		assertThat(seen).as("nothing claimed while paused").hasSize(handledWhenPaused);
-		assertThat(queued("paused")).isEqualTo(50 - handledWhenPaused);
+		assertThat(count("paused")).isEqualTo(50 - handledWhenPaused);
 		assertThat(container.isPaused()).isTrue();
 		assertThat(container.isRunning()).isTrue();
 
 		container.resume();
-		await().atMost(Duration.ofSeconds(20)).until(() -> queued("paused") == 0);
+		await().atMost(Duration.ofSeconds(20)).until(() -> count("paused") == 0);
 		assertThat(seen).hasSize(50);
 		assertThat(seen.values()).allMatch((n) -> n.get() == 1);
 	}
@@ -100,7 +100,7 @@ class ListenerRuntimeControlIntegrationTests {
 		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 1);
 		this.template.send("late", 2); // the poll interval is a minute: only a notification brings it on time
 		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 2);
-		assertThat(queued("late")).isZero();
+		assertThat(count("late")).isZero();
 	}
 
 	@Test
@@ -122,10 +122,10 @@ class ListenerRuntimeControlIntegrationTests {
 		assertThat(queueOf(first)).as("the handler running at stop finished and its message was acked").isNull();
 		List<Long> later = this.template.sendBatch("restart", List.of(2, 3, 4));
 		Thread.sleep(500);
-		assertThat(queued("restart")).as("a stopped listener claims nothing").isEqualTo(3);
+		assertThat(count("restart")).as("a stopped listener claims nothing").isEqualTo(3);
 
 		container.start();
-		await().atMost(Duration.ofSeconds(10)).until(() -> queued("restart") == 0);
+		await().atMost(Duration.ofSeconds(10)).until(() -> count("restart") == 0);
 		assertThat(seen.keySet()).containsExactlyInAnyOrder(first, later.get(0), later.get(1), later.get(2));
 		assertThat(seen.values()).allMatch((n) -> n.get() == 1);
 	}
@@ -140,7 +140,7 @@ class ListenerRuntimeControlIntegrationTests {
 				(message, ack) -> threads.add(Thread.currentThread().getName())));
 		this.registry.start();
 		this.template.sendBatch("custom", IntStream.range(0, 20).boxed().toList());
-		await().atMost(Duration.ofSeconds(10)).until(() -> queued("custom") == 0);
+		await().atMost(Duration.ofSeconds(10)).until(() -> count("custom") == 0);
 		assertThat(threads).isNotEmpty().allMatch((name) -> name.startsWith("app-pool-"));
 		assertThatIllegalStateException()
 			.isThrownBy(() -> this.registry.getListenerContainer("custom").setTaskExecutor(executor))
@@ -170,7 +170,7 @@ class ListenerRuntimeControlIntegrationTests {
 		}));
 		this.registry.start();
 		this.template.sendBatch("virtual", IntStream.range(0, 10).boxed().toList());
-		await().atMost(Duration.ofSeconds(10)).until(() -> queued("virtual") == 0);
+		await().atMost(Duration.ofSeconds(10)).until(() -> count("virtual") == 0);
 		assertThat(virtual).containsExactly(true);
 	}
 
@@ -191,20 +191,6 @@ class ListenerRuntimeControlIntegrationTests {
 					.pollInterval(pollInterval)
 					.build())
 				.build();
-	}
-
-	private int queued(String queue) {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = ?", Integer.class, queue);
-	}
-
-	private String queueOf(long id) {
-		List<String> queues = this.jdbc.queryForList("SELECT queue FROM pgqueue.message WHERE id = ?", String.class,
-				id);
-		return queues.isEmpty() ? null : queues.get(0);
-	}
-
-	private int heldMessages() {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'", Integer.class);
 	}
 
 }

@@ -33,6 +33,9 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
+import static io.github.pgqueue.testing.Db.count;
+import static io.github.pgqueue.testing.Db.lastError;
+import static io.github.pgqueue.testing.Db.queueOf;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 import static org.awaitility.Awaitility.await;
@@ -249,19 +252,6 @@ class MessageBodyIntegrationTests {
 		this.registry = new QueueListenerEndpointRegistry(this.xmlTemplate.context(), this.consumerPool, Duration.ofSeconds(5));
 		this.registry.registerListenerEndpoint(endpoint);
 		this.registry.start();
-	}
-
-	private String queueOf(long id) {
-		List<String> queues = this.jdbc.queryForList("SELECT queue FROM pgqueue.message WHERE id = ?", String.class, id);
-		return queues.isEmpty() ? null : queues.get(0);
-	}
-
-	private String lastError(long id) {
-		return this.jdbc.queryForObject("SELECT last_error FROM pgqueue.message WHERE id = ?", String.class, id);
-	}
-
-	private long count(String queue) {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = ?", Long.class, queue);
 	}
 
 	/** An order mapped to XML with JAXB. */

@@ -25,8 +25,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import org.springframework.jdbc.core.JdbcTemplate;
-
+import static io.github.pgqueue.testing.Db.count;
+import static io.github.pgqueue.testing.Db.queueOf;
+import static io.github.pgqueue.testing.Db.terminateBackend;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -41,8 +42,6 @@ class OrphanRecoveryIntegrationTests {
 	private static final Logger logger = LoggerFactory.getLogger(OrphanRecoveryIntegrationTests.class);
 
 	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
-
-	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
 
 	private final QueueTemplate template = QueueTemplate.builder(this.postgres.dataSource()).build();
 
@@ -151,7 +150,7 @@ class OrphanRecoveryIntegrationTests {
 		}));
 		this.registry.start();
 		await().atMost(Duration.ofSeconds(60)).until(() -> "orphans.dlq".equals(queueOf(poison))
-				&& this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = 'orphans'", Long.class) == 0);
+				&& count("orphans") == 0);
 		assertThat(attempts.get(poison)).as("the poison: its consumers' lost attempts, each counted once")
 			.containsExactly(2, 3, 4);
 		Map<Long, List<Integer>> others = new java.util.HashMap<>(attempts);
@@ -177,14 +176,8 @@ class OrphanRecoveryIntegrationTests {
 					.build())
 				.build());
 		this.registry.start();
-		await().atMost(Duration.ofSeconds(20)).until(() -> this.jdbc.queryForObject(
-				"SELECT count(*) FROM pgqueue.message WHERE queue = 'orphan-batches'", Long.class) == 0);
+		await().atMost(Duration.ofSeconds(20)).until(() -> count("orphan-batches") == 0);
 		assertThat(batches).as("each orphan alone, in turn").containsExactlyElementsOf(orphans.stream().map(List::of).toList());
-	}
-
-	private String queueOf(long id) {
-		List<String> queues = this.jdbc.queryForList("SELECT queue FROM pgqueue.message WHERE id = ?", String.class, id);
-		return queues.isEmpty() ? null : queues.get(0);
 	}
 
 	/** Sends {@code count} messages to {@code queue}, held by a consumer that then died; their ids. */
@@ -197,9 +190,7 @@ class OrphanRecoveryIntegrationTests {
 	}
 
 	private void terminate(ConsumerSession dying) {
-		this.jdbc.queryForObject("SELECT pg_terminate_backend(?)", Boolean.class, dying.backendPid());
-		await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10)).until(() -> this.jdbc.queryForObject(
-				"SELECT count(*) FROM pg_stat_activity WHERE pid = ?", Long.class, dying.backendPid()) == 0);
+		terminateBackend(dying.backendPid());
 		dying.close();
 	}
 

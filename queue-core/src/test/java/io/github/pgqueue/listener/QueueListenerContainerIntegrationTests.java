@@ -24,6 +24,7 @@ import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueMessage;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.Pollers;
 import io.github.pgqueue.testing.PostgresExtension;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.AfterEach;
@@ -32,6 +33,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
+import static io.github.pgqueue.testing.Db.advisoryLocks;
+import static io.github.pgqueue.testing.Db.count;
+import static io.github.pgqueue.testing.Db.queueOf;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -81,7 +85,7 @@ class QueueListenerContainerIntegrationTests {
 				(message, ack) -> seen.computeIfAbsent(message.id(), (id) -> new AtomicInteger()).incrementAndGet()));
 		this.registry.start();
 		List<Long> ids = this.template.sendBatch("work", IntStream.range(0, 500).boxed().toList());
-		await().atMost(Duration.ofSeconds(20)).until(() -> seen.size() == ids.size() && queueEmpty());
+		await().atMost(Duration.ofSeconds(20)).until(() -> seen.size() == ids.size() && count() == 0);
 		assertThat(seen.values()).allMatch((n) -> n.get() == 1);
 		assertThat(seen.keySet()).containsExactlyInAnyOrderElementsOf(ids);
 		assertThat(this.meters.get("pgqueue.messages.processed").tag("outcome", "success").counter().count())
@@ -211,7 +215,8 @@ class QueueListenerContainerIntegrationTests {
 				.build());
 		this.registry.start();
 		await().atMost(Duration.ofSeconds(5)).until(this.registry::isListening);
-		Thread.sleep(300); // let the poller finish its first, empty poll and start waiting
+		// the poller's first, empty poll is over: it waits up to 30 s now
+		await().atMost(Duration.ofSeconds(30)).until(() -> Pollers.waiting("idle") == 1);
 		this.template.send("idle", 1);
 		assertThat(received.await(1, TimeUnit.SECONDS)).as("handled within a second").isTrue();
 	}
@@ -230,7 +235,7 @@ class QueueListenerContainerIntegrationTests {
 		int killed = this.postgres.terminateSessions("consumers");
 		assertThat(killed).as("3 pollers and the LISTEN connection").isEqualTo(4);
 		terminated.set(true);
-		await().atMost(Duration.ofSeconds(30)).until(() -> queueEmpty() && seen.keySet().containsAll(ids));
+		await().atMost(Duration.ofSeconds(30)).until(() -> count() == 0 && seen.keySet().containsAll(ids));
 		assertThat(seen.keySet()).containsExactlyInAnyOrderElementsOf(ids);
 		await().atMost(Duration.ofSeconds(10)).until(this.registry::isListening);
 		long redelivered = seen.values().stream().filter((n) -> n.get() > 1).count();
@@ -250,7 +255,7 @@ class QueueListenerContainerIntegrationTests {
 		}));
 		this.template.sendBatch("fenced", List.of(1, 2, 3, 4, 5));
 		this.registry.start();
-		await().atMost(Duration.ofSeconds(20)).until(() -> queueEmpty() && deliveries.size() >= 6);
+		await().atMost(Duration.ofSeconds(20)).until(() -> count() == 0 && deliveries.size() >= 6);
 		assertThat(deliveries).as("only the handler running when the session died ran on it")
 			.containsExactly("1@1", "1@2", "2@2", "3@2", "4@2", "5@2");
 	}
@@ -267,7 +272,7 @@ class QueueListenerContainerIntegrationTests {
 		await().atMost(Duration.ofSeconds(10)).until(() -> seen.size() > 200);
 		this.postgres.restart();
 		await().atMost(Duration.ofSeconds(60)).until(() -> seen.keySet().containsAll(ids));
-		await().atMost(Duration.ofSeconds(10)).until(() -> queueEmpty() && this.registry.isListening());
+		await().atMost(Duration.ofSeconds(10)).until(() -> count() == 0 && this.registry.isListening());
 		assertThat(seen.keySet()).containsExactlyInAnyOrderElementsOf(ids);
 		assertThat(this.registry.getListenerContainer("restart").isConnected()).isTrue();
 	}
@@ -290,7 +295,8 @@ class QueueListenerContainerIntegrationTests {
 				.build());
 		idle.start();
 		try {
-			Thread.sleep(500); // every poller's first claim is done
+			// every poller's first claim is done: each waits, the leader a poll interval, the others ten
+			await().atMost(Duration.ofSeconds(30)).until(() -> Pollers.waiting("idle-cost") == 4);
 			int before = claims.get();
 			Thread.sleep(2000);
 			int during = claims.get() - before;
@@ -453,23 +459,6 @@ class QueueListenerContainerIntegrationTests {
 		return Thread.getAllStackTraces().keySet().stream()
 			.filter((thread) -> thread.getName().equals("pgqueue-keep-alive") && thread.isAlive())
 			.toList();
-	}
-
-	private String queueOf(long id) {
-		List<String> queues = this.jdbc.queryForList("SELECT queue FROM pgqueue.message WHERE id = ?", String.class, id);
-		return queues.isEmpty() ? null : queues.get(0);
-	}
-
-	private long count(String queue) {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = ?", Long.class, queue);
-	}
-
-	private boolean queueEmpty() {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message", Long.class) == 0;
-	}
-
-	private long advisoryLocks() {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'", Long.class);
 	}
 
 }

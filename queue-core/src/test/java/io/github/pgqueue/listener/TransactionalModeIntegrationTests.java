@@ -30,6 +30,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.JdbcTransactionManager;
 
+import static io.github.pgqueue.testing.Db.advisoryLocks;
+import static io.github.pgqueue.testing.Db.count;
+import static io.github.pgqueue.testing.Db.lastError;
+import static io.github.pgqueue.testing.Db.queueOf;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -511,23 +515,6 @@ class TransactionalModeIntegrationTests {
 			this.registry.registerListenerEndpoint(endpoint);
 		}
 		this.registry.start();
-	}
-
-	private String queueOf(long id) {
-		List<String> queues = this.jdbc.queryForList("SELECT queue FROM pgqueue.message WHERE id = ?", String.class, id);
-		return queues.isEmpty() ? null : queues.get(0);
-	}
-
-	private String lastError(long id) {
-		return this.jdbc.queryForObject("SELECT last_error FROM pgqueue.message WHERE id = ?", String.class, id);
-	}
-
-	private long count(String queue) {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = ?", Long.class, queue);
-	}
-
-	private long advisoryLocks() {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'", Long.class);
 	}
 
 }

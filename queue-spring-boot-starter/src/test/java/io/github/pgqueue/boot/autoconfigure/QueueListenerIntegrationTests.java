@@ -16,6 +16,7 @@ import io.github.pgqueue.AckMode;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.annotation.QueueListener;
 import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.Pollers;
 import io.github.pgqueue.testing.PostgresExtension;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -68,7 +69,8 @@ class QueueListenerIntegrationTests {
 			QueueTemplate template = context.getBean(QueueTemplate.class);
 			await().atMost(Duration.ofSeconds(5))
 				.until(() -> context.getBean(io.github.pgqueue.listener.QueueListenerEndpointRegistry.class).isListening());
-			Thread.sleep(300); // the pollers' first, empty polls are over: they wait up to 30 s now
+			// the pollers' first, empty polls are over: they wait up to 30 s now
+			await().atMost(Duration.ofSeconds(30)).until(() -> Pollers.waiting("orders") == 3);
 			template.send("orders", 1);
 			assertThat(context.getBean(Orders.class).first.await(1, TimeUnit.SECONDS)).isTrue();
 		});

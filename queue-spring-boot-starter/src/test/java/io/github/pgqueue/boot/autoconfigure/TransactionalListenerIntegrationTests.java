@@ -37,6 +37,7 @@ import org.springframework.orm.jpa.LocalContainerEntityManagerFactoryBean;
 import org.springframework.orm.jpa.support.PersistenceAnnotationBeanPostProcessor;
 import org.springframework.orm.jpa.vendor.HibernateJpaVendorAdapter;
 
+import static io.github.pgqueue.testing.Db.count;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -193,10 +194,6 @@ class TransactionalListenerIntegrationTests {
 				assertThat(context.getStartupFailure())
 					.hasMessageContaining("manages another DataSource than pgqueue's");
 			});
-	}
-
-	private long count(String queue) {
-		return this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = ?", Long.class, queue);
 	}
 
 	@Entity

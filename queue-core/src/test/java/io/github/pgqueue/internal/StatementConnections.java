@@ -128,6 +128,16 @@ final class StatementConnections implements AutoCloseable {
 	}
 
 	/**
+	 * Whether a transaction holds a row lock on message {@code id}: another session's
+	 * {@code FOR UPDATE SKIP LOCKED} skips it. False for a message that is gone.
+	 */
+	static boolean rowLocked(long id) {
+		return message(id) != null && Db.jdbc()
+			.queryForList("SELECT id FROM pgqueue.message WHERE id = ? FOR UPDATE SKIP LOCKED", Long.class, id)
+			.isEmpty();
+	}
+
+	/**
 	 * Message {@code id} as it is now, or null once it is gone: its columns, with visible_at as
 	 * visible (whether it is due), visible_in_s (seconds until it is, negative when past) and
 	 * visible_at_us (microseconds since the epoch, as a claim's place gives it), both null when

@@ -77,7 +77,7 @@ class TransactionalRollbackIntegrationTests {
 	}
 
 	/**
-	 * Message 1 fails: the next {@value TransactionalConsumption#GUARDED_AFTER_FAILURE} handlers run
+	 * Message 1 fails: the next {@value TransactionalStrategy#GUARDED_AFTER_FAILURE} handlers run
 	 * under savepoints, a run that ends within the batch of message 105 (101 has the last one); 105
 	 * then fails without a savepoint, and the rollback to the claim undoes 101's writes too.
 	 */
@@ -129,7 +129,7 @@ class TransactionalRollbackIntegrationTests {
 	void aHandlerInterruptedByTheStopReleasesTheMessagesHandledBeforeItInItsBatch() throws Exception {
 		this.admin.declare(QueueDefinition.of("ledger").withMaxAttempts(5));
 		List<Long> ids = this.template.sendBatch("ledger", IntStream.rangeClosed(1, 200).boxed().toList());
-		int blocking = 2 + TransactionalConsumption.GUARDED_AFTER_FAILURE;
+		int blocking = 2 + TransactionalStrategy.GUARDED_AFTER_FAILURE;
 		CountDownLatch blocked = new CountDownLatch(1);
 		Map<Integer, AtomicInteger> runs = new ConcurrentHashMap<>();
 		QueueMessageListener listener = (message, ack) -> {

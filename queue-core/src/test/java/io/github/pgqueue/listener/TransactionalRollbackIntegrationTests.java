@@ -150,12 +150,9 @@ class TransactionalRollbackIntegrationTests {
 		start(Duration.ofMillis(200), QueueListenerEndpoint.builder("ledger")
 				.listener(Integer.class, listener)
 				.containerProperties(ContainerProperties.builder(List.of("ledger"))
-					.concurrency(1)
 					.errorHandler(deadLetter)
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(ConsumptionMode.TRANSACTIONAL)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.build())
 				.build());
 		assertThat(blocked.await(30, TimeUnit.SECONDS)).isTrue();
@@ -201,13 +198,9 @@ class TransactionalRollbackIntegrationTests {
 					}
 				})
 				.containerProperties(ContainerProperties.builder(List.of("ledger"))
-					.concurrency(1)
 					.ackMode(AckMode.MANUAL)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(ConsumptionMode.TRANSACTIONAL)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.build())
 				.build());
 
@@ -257,11 +250,9 @@ class TransactionalRollbackIntegrationTests {
 				.listener(Integer.class, listener)
 				.containerProperties(ContainerProperties.builder(List.of("ledger"))
 					.concurrency(concurrency)
-					.errorHandler(new DefaultQueueErrorHandler())
 					.batchSize(batchSize)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(ConsumptionMode.TRANSACTIONAL)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.build())
 				.build();
 	}

@@ -46,42 +46,25 @@ public final class QueueAdmin {
 
 	private final RecordedRemovals removals;
 
-	private final String insertQueue;
 
-	private final String updateQueue;
 
-	private final String deleteQueue;
 
-	private final String setPaused;
 
-	private final String queueRow;
 
-	private final String declared;
 
-	private final String paused;
 
-	private final String purgeChunk;
 
-	private final String redriveIds;
 
-	private final String bindingsOf;
 
-	private final String messages;
 
-	private final String tablePrivileges;
 
-	private final String grantAccess;
 
-	private final String revokeAccess;
 
-	private final String forgetAccess;
 
-	private final String lockAccess;
 
 	/** Runs a revoke's statements in one transaction (joining the caller's, if any). */
 	private final TransactionTemplate accessChange;
 
-	private final String deadLetterQueueOf;
 
 	/** Administration of the queues of {@code context}'s schema. */
 	public QueueAdmin(QueueContext context) {
@@ -91,78 +74,6 @@ public final class QueueAdmin {
 		this.sql = context.sql();
 		this.removals = context.removals();
 		this.accessChange = new TransactionTemplate(new DataSourceTransactionManager(context.dataSource()));
-		String s = "\"" + context.schema() + "\"";
-		this.insertQueue = """
-				INSERT INTO %s.queue (name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms,
-				                      dead_letter_queue)
-				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING""".formatted(s);
-		this.updateQueue = """
-				UPDATE %s.queue SET max_attempts = ?, backoff_initial_ms = ?, backoff_multiplier = ?, backoff_max_ms = ?,
-				                    dead_letter_queue = ?, updated_at = now()
-				 WHERE name = ?""".formatted(s);
-		this.deleteQueue = "DELETE FROM %s.queue WHERE name = ?".formatted(s);
-		this.setPaused = "UPDATE %s.queue SET paused = ?, updated_at = now() WHERE name = ?".formatted(s);
-		this.queueRow = """
-				SELECT name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, dead_letter_queue, paused
-				  FROM %s.queue""".formatted(s);
-		this.declared = "SELECT EXISTS (SELECT 1 FROM %s.queue WHERE name = ?)".formatted(s);
-		this.paused = "SELECT EXISTS (SELECT 1 FROM %s.queue WHERE name = ? AND paused)".formatted(s);
-		// 1 queue, 2 after id, 3 everything (or only what is visible), 4 chunk, 5 namespace. Locks a
-		// chunk of rows in id order, skipping rows a transaction holds, deletes those whose advisory
-		// key is free (no session holds them), and mends the FIFO groups it took messages from, under
-		// the queue's lock (V16__group_removals.sql); returns the last id it looked at, how many it
-		// looked at and how many it deleted.
-		this.purgeChunk = "SELECT last_id, looked, deleted FROM %s.purge_messages(?, ?, ?, ?, ?)".formatted(s);
-		// 1 ids, 2 namespace, 3 channel. redrive(queue, max) for chosen ids: each dead letter goes
-		// back to the queue it came from with its attempts reset, outside any FIFO group (its id would
-		// put it ahead of its group there; see V16__group_removals.sql); one a consumer holds (row
-		// lock or advisory lock) is skipped, and the lock taken here goes with the transaction. Wakes
-		// the pollers of each queue.
-		this.redriveIds = "SELECT * FROM %s.redrive_dead_letters_by_id(?, ?, ?)".formatted(s);
-		this.bindingsOf = "SELECT DISTINCT exchange FROM %s.binding WHERE queue = ? ORDER BY 1".formatted(s);
-		this.messages = "SELECT count(*) FROM %s.message WHERE queue = ?".formatted(s);
-		// 1 role: the statements that give it the table privileges pgqueue's SQL needs, quoted.
-		// 1 schema, 2 role, 3 schema, 4 role: the statements that give the role the table privileges
-		// pgqueue's SQL needs, identifiers quoted.
-		this.tablePrivileges = """
-				SELECT format(t, ?::text, ?::text) FROM (VALUES
-				    ('GRANT USAGE ON SCHEMA %1$I TO %2$I'),
-				    ('GRANT SELECT, INSERT, UPDATE, DELETE ON %1$I.message TO %2$I'),
-				    ('GRANT SELECT ON %1$I.queue TO %2$I'),
-				    ('GRANT SELECT ON %1$I.setting TO %2$I'),
-				    ('GRANT SELECT, INSERT, UPDATE, DELETE ON %1$I.holding TO %2$I')) AS s(t)
-				UNION ALL
-				SELECT format('GRANT USAGE ON SEQUENCE %s TO %I',
-				              pg_get_serial_sequence(format('%I.' || t.name, ?::text), t.id), ?::text)
-				  FROM (VALUES ('message', 'id'), ('holding', 'session')) AS t(name, id)""";
-		// 1 queue, 2 send, 3 consume, 4 role. Keyed by the role's oid (V18): a role of the same name
-		// created after one was dropped is another role.
-		this.grantAccess = """
-				INSERT INTO %s.queue_access AS a (queue, role, role_oid, send, consume)
-				SELECT ?, r.rolname, r.oid, ?, ? FROM pg_catalog.pg_roles r WHERE r.rolname = ?
-				ON CONFLICT (queue, role_oid) DO UPDATE
-				   SET role = excluded.role, send = a.send OR excluded.send,
-				       consume = a.consume OR excluded.consume""".formatted(s);
-		// 1 send, 2 consume, 3 queue, 4 role.
-		this.revokeAccess = """
-				UPDATE %s.queue_access SET send = send AND NOT ?, consume = consume AND NOT ?
-				 WHERE queue = ? AND role_oid = (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = ?)""".formatted(s);
-		// After a revoke: the rows that grant nothing any more, those of roles that were dropped and
-		// those of roles that still have a row that grants something. A role's last row stays even
-		// when it grants nothing: it holds the role to its grants (a role without any row is not
-		// restricted at all, see V10__queue_access.sql). Revokes take turns (lockAccess): two at once
-		// could each delete a row of one role, counting on the other's row that the other revoke
-		// was emptying, and leave the role unrestricted. Readers (queue_allowed) do not wait.
-		this.lockAccess = "LOCK TABLE %s.queue_access IN SHARE ROW EXCLUSIVE MODE".formatted(s);
-		this.forgetAccess = """
-				DELETE FROM %1$s.queue_access a
-				 WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.oid = a.role_oid)
-				    OR (NOT a.send AND NOT a.consume
-				        AND EXISTS (SELECT 1 FROM %1$s.queue_access o
-				                     WHERE o.role_oid = a.role_oid AND (o.send OR o.consume)))""".formatted(s);
-		this.deadLetterQueueOf = """
-				SELECT COALESCE((SELECT dead_letter_queue FROM %1$s.queue WHERE name = ?),
-				                %1$s.default_dead_letter_queue(?))""".formatted(s);
 	}
 
 	/**
@@ -171,9 +82,7 @@ public final class QueueAdmin {
 	 */
 	public void create(QueueDefinition definition) {
 		checkNoDeadLetterCycle(definition);
-		int inserted = this.jdbc.update(this.insertQueue, definition.name(), definition.maxAttempts(),
-				definition.backoffInitial().toMillis(), definition.backoffMultiplier(), definition.backoffMax().toMillis(),
-				definition.deadLetterQueue());
+		int inserted = this.jdbc.update(this.sql.createQueue.with(definition(definition)));
 		if (inserted == 0) {
 			throw new IllegalStateException("Queue '" + definition.name() + "' already exists; change it with alter");
 		}
@@ -185,9 +94,7 @@ public final class QueueAdmin {
 	 */
 	public void alter(QueueDefinition definition) {
 		checkNoDeadLetterCycle(definition);
-		int updated = this.jdbc.update(this.updateQueue, definition.maxAttempts(), definition.backoffInitial().toMillis(),
-				definition.backoffMultiplier(), definition.backoffMax().toMillis(), definition.deadLetterQueue(),
-				definition.name());
+		int updated = this.jdbc.update(this.sql.alterQueue.with(definition(definition)));
 		if (updated == 0) {
 			throw new IllegalStateException("Queue '" + definition.name() + "' does not exist; create it first");
 		}
@@ -201,7 +108,8 @@ public final class QueueAdmin {
 	 */
 	public void drop(String queue, boolean force) {
 		requireDeclared(queue);
-		List<String> exchanges = this.jdbc.queryForList(this.bindingsOf, String.class, queue);
+		List<String> exchanges = this.jdbc.query(this.sql.boundExchanges.with(new QueueSql.Queue(queue)),
+				(rs, row) -> rs.getString("exchange"));
 		if (!exchanges.isEmpty()) {
 			throw new IllegalStateException("Queue '" + queue + "' is bound to exchange(s) " + exchanges
 					+ "; remove those bindings before dropping it");
@@ -219,7 +127,7 @@ public final class QueueAdmin {
 						+ "consumers are handling right now; try again once they are done");
 			}
 		}
-		this.jdbc.update(this.deleteQueue, queue);
+		this.jdbc.update(this.sql.dropQueue.with(new QueueSql.Queue(queue)));
 	}
 
 	/** What a purge deletes. */
@@ -245,16 +153,11 @@ public final class QueueAdmin {
 		while (true) {
 			long from = after;
 			long[] chunk = this.removals.run((connection) -> {
-				try (PreparedStatement ps = connection.prepareStatement(this.purgeChunk)) {
-					ps.setString(1, queue);
-					ps.setLong(2, from);
-					ps.setBoolean(3, scope == Purge.ALL);
-					ps.setInt(4, PURGE_CHUNK);
-					ps.setInt(5, ns);
-					try (ResultSet rs = ps.executeQuery()) {
-						rs.next();
-						return new long[] { rs.getLong(1), rs.getLong(2), rs.getLong(3) };
-					}
+				try (PreparedStatement ps = this.sql.purgeChunk.prepare(connection,
+						new QueueSql.PurgeChunk(queue, from, scope == Purge.ALL, PURGE_CHUNK, ns));
+						ResultSet rs = ps.executeQuery()) {
+					rs.next();
+					return new long[] { rs.getLong("last_id"), rs.getLong("looked"), rs.getLong("deleted") };
 				}
 			});
 			deleted += chunk[2];
@@ -282,30 +185,32 @@ public final class QueueAdmin {
 
 	private void setPaused(String queue, boolean paused) {
 		QueueNames.requireQueue(queue);
-		if (this.jdbc.update(this.setPaused, paused, queue) == 0) {
+		if (this.jdbc.update(this.sql.setPaused.with(new QueueSql.SetPaused(queue, paused))) == 0) {
 			throw new IllegalStateException("Queue '" + queue + "' does not exist; declare it before "
 					+ (paused ? "pausing" : "resuming") + " it");
 		}
 		if (!paused) {
-			this.jdbc.query("SELECT pg_notify(?, ?)", (ResultSetExtractor<Void>) (rs) -> null,
-					this.sql.channel(), queue);
+			this.jdbc.query(this.sql.wake.with(new QueueSql.Wake(this.sql.channel(), queue)),
+					(ResultSetExtractor<Void>) (rs) -> null);
 		}
 	}
 
 	/** Whether consumption of {@code queue} is paused. */
 	public boolean isPaused(String queue) {
 		QueueNames.requireQueue(queue);
-		return Boolean.TRUE.equals(this.jdbc.queryForObject(this.paused, Boolean.class, queue));
+		return this.jdbc.query(this.sql.isPaused.with(new QueueSql.Queue(queue)), (rs, row) -> rs.getBoolean("paused"))
+			.get(0);
 	}
 
 	/**
 	 * The declared queues, by name, with their policy, whether they are paused, and their stats now.
 	 */
 	public List<QueueInfo> list() {
-		List<QueueInfo> queues = this.jdbc.query(this.queueRow + " ORDER BY name", (rs, row) -> new QueueInfo(
-				new QueueDefinition(rs.getString(1), rs.getInt(2), Duration.ofMillis(rs.getLong(3)), rs.getDouble(4),
-						Duration.ofMillis(rs.getLong(5)), rs.getString(6)),
-				rs.getBoolean(7), null));
+		List<QueueInfo> queues = this.jdbc.query(this.sql.queues.with(new QueueSql.None()), (rs, row) -> new QueueInfo(
+				new QueueDefinition(rs.getString("name"), rs.getInt("max_attempts"),
+						Duration.ofMillis(rs.getLong("backoff_initial_ms")), rs.getDouble("backoff_multiplier"),
+						Duration.ofMillis(rs.getLong("backoff_max_ms")), rs.getString("dead_letter_queue")),
+				rs.getBoolean("paused"), null));
 		// stats after the rows are read: each is a statement of its own on the template
 		return queues.stream().map((info) -> info.withStats(this.template.stats(info.definition().name()))).toList();
 	}
@@ -337,8 +242,9 @@ public final class QueueAdmin {
 		requireRole(role);
 		boolean send = List.of(access).contains(Access.SEND);
 		boolean consume = List.of(access).contains(Access.CONSUME);
-		for (String statement : this.jdbc.queryForList(this.tablePrivileges, String.class,
-				this.context.schema(), role, this.context.schema(), role)) {
+		for (String statement : this.jdbc.query(
+				this.sql.tablePrivileges.with(new QueueSql.TablePrivileges(this.context.schema(), role)),
+				(rs, row) -> rs.getString("statement"))) {
 			try {
 				this.jdbc.execute(statement);
 			}
@@ -348,10 +254,11 @@ public final class QueueAdmin {
 						+ ex.getMostSpecificCause().getMessage(), ex);
 			}
 		}
-		this.jdbc.update(this.grantAccess, queue, send, consume, role);
+		this.jdbc.update(this.sql.grantAccess.with(new QueueSql.Access(queue, role, send, consume)));
 		if (consume) {
-			String deadLetters = this.jdbc.queryForObject(this.deadLetterQueueOf, String.class, queue, queue);
-			this.jdbc.update(this.grantAccess, deadLetters, true, false, role);
+			String deadLetters = this.jdbc.query(this.sql.deadLetterQueueOf.with(new QueueSql.Queue(queue)),
+					(rs, row) -> rs.getString("dead_letter_queue")).get(0);
+			this.jdbc.update(this.sql.grantAccess.with(new QueueSql.Access(deadLetters, role, true, false)));
 		}
 		logger.info("Granted role '{}' {} on queue '{}'", role, List.of(access), queue);
 	}
@@ -366,17 +273,17 @@ public final class QueueAdmin {
 		QueueNames.requireQueue(queue);
 		requireRole(role);
 		this.accessChange.executeWithoutResult((status) -> {
-			this.jdbc.execute(this.lockAccess);
-			this.jdbc.update(this.revokeAccess, List.of(access).contains(Access.SEND),
-					List.of(access).contains(Access.CONSUME), queue, role);
-			this.jdbc.update(this.forgetAccess);
+			this.jdbc.update(this.sql.lockAccess.with(new QueueSql.None()));
+			this.jdbc.update(this.sql.revokeAccess.with(new QueueSql.Access(queue, role,
+					List.of(access).contains(Access.SEND), List.of(access).contains(Access.CONSUME))));
+			this.jdbc.update(this.sql.forgetAccess.with(new QueueSql.None()));
 		});
 		logger.info("Revoked {} on queue '{}' from role '{}'", List.of(access), queue, role);
 	}
 
 	private void requireRole(String role) {
-		if (role == null || !Boolean.TRUE.equals(this.jdbc.queryForObject(
-				"SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = ?)", Boolean.class, role))) {
+		if (role == null || !this.jdbc.query(this.sql.roleExists.with(new QueueSql.Role(role)),
+				(rs, row) -> rs.getBoolean("found")).get(0)) {
 			throw new IllegalArgumentException("PostgreSQL role '" + role + "' does not exist; create it first "
 					+ "(CREATE ROLE ... LOGIN)");
 		}
@@ -452,14 +359,11 @@ public final class QueueAdmin {
 		int ns = namespace();
 		return this.removals.run((connection) -> {
 			List<Long> moved = new java.util.ArrayList<>();
-			try (PreparedStatement ps = connection.prepareStatement(this.redriveIds)) {
-				ps.setArray(1, connection.createArrayOf("bigint", deadLetterIds.toArray()));
-				ps.setInt(2, ns);
-				ps.setString(3, this.context.schema());
-				try (ResultSet rs = ps.executeQuery()) {
-					while (rs.next()) {
-						moved.add(rs.getLong(1));
-					}
+			try (PreparedStatement ps = this.sql.redriveIds.prepare(connection,
+					new QueueSql.RedriveIds(deadLetterIds.toArray(new Long[0]), ns, this.sql.channel()));
+					ResultSet rs = ps.executeQuery()) {
+				while (rs.next()) {
+					moved.add(rs.getLong("id"));
 				}
 			}
 			return moved;
@@ -496,16 +400,23 @@ public final class QueueAdmin {
 		return this.context.lockNamespace();
 	}
 
+	private static QueueSql.QueueDefinition definition(QueueDefinition definition) {
+		return new QueueSql.QueueDefinition(definition.name(), definition.maxAttempts(),
+				definition.backoffInitial().toMillis(), definition.backoffMultiplier(), definition.backoffMax().toMillis(),
+				definition.deadLetterQueue());
+	}
+
 	private void requireDeclared(String queue) {
 		QueueNames.requireQueue(queue);
-		if (!Boolean.TRUE.equals(this.jdbc.queryForObject(this.declared, Boolean.class, queue))) {
+		if (!this.jdbc.query(this.sql.isDeclared.with(new QueueSql.Queue(queue)), (rs, row) -> rs.getBoolean("declared"))
+			.get(0)) {
 			throw new IllegalStateException("Queue '" + queue + "' does not exist");
 		}
 	}
 
 	private long count(String queue) {
-		Long n = this.jdbc.queryForObject(this.messages, Long.class, queue);
-		return (n != null) ? n : 0;
+		return this.jdbc.query(this.sql.messageCount.with(new QueueSql.Queue(queue)), (rs, row) -> rs.getLong("messages"))
+			.get(0);
 	}
 
 	/**

@@ -54,7 +54,7 @@ public final class QueueContext {
 		this.dataSource = builder.dataSource;
 		this.sql = new QueueSql(builder.schema);
 		this.jdbc = new JdbcTemplate(builder.dataSource);
-		this.removals = new RecordedRemovals(builder.dataSource, builder.schema);
+		this.removals = new RecordedRemovals(builder.dataSource, this.sql);
 		this.converter = builder.converter;
 		this.meterRegistry = builder.meterRegistry;
 		this.observationRegistry = builder.observationRegistry;

@@ -6,7 +6,6 @@ import java.util.List;
 import javax.sql.DataSource;
 
 import io.github.pgqueue.listener.ContainerProperties;
-import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 import io.github.pgqueue.testing.EmbeddedPostgres;
@@ -95,9 +94,6 @@ class ConsumerRolesIntegrationTests {
 				.listener(Integer.class, (message, ack) -> {
 				})
 				.containerProperties(ContainerProperties.builder(List.of("elsewhere"))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(100))
 					.build())
 				.build());

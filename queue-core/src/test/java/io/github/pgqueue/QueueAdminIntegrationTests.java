@@ -8,7 +8,6 @@ import java.util.stream.IntStream;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.listener.ContainerProperties;
-import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 import io.github.pgqueue.testing.EmbeddedPostgres;
@@ -69,8 +68,6 @@ class QueueAdminIntegrationTests {
 				.listener(Integer.class, (message, ack) -> handled.incrementAndGet())
 				.containerProperties(ContainerProperties.builder(List.of("mail"))
 					.concurrency(2)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofSeconds(60))
 					.build())
 				.build());
@@ -101,12 +98,8 @@ class QueueAdminIntegrationTests {
 		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("ledger")
 				.listener(Integer.class, (message, ack) -> handled.incrementAndGet())
 				.containerProperties(ContainerProperties.builder(List.of("ledger"))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(100))
 					.mode(ConsumptionMode.TRANSACTIONAL)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.build())
 				.build());
 		this.registry.start();
@@ -144,8 +137,6 @@ class QueueAdminIntegrationTests {
 				})
 				.containerProperties(ContainerProperties.builder(List.of("busy"))
 					.concurrency(3)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(100))
 					.build())
 				.build());

@@ -8,11 +8,8 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 
 import javax.sql.DataSource;
@@ -66,27 +63,8 @@ public final class ConsumerSession implements AutoCloseable {
 
 	private boolean lost;
 
-	/**
-	 * Per queue, where this session's last claim ended when it was full: the next claim goes on
-	 * from there instead of walking the claim index from the head, over the entries of every
-	 * message acked since the last vacuum. Kept only while claims come back full (a backlog).
-	 */
-	private final Map<String, ClaimCursor> cursors = new HashMap<>();
-
-	/**
-	 * The queues whose last claim came back short and none full since: their claims find FIFO
-	 * groups' heads by stepping through the group index (session.sql's
-	 * {@code claim_scanning_heads}). Where a few groups hold a backlog, their heads are the only messages a
-	 * claim can take, and a walk of the claim index meets little else than their later messages.
-	 */
-	private final Set<String> scarce = new HashSet<>();
-
-	/**
-	 * How long claims go on from a cursor before one starts from the head again. Rows behind a
-	 * cursor that become claimable (released by a stopping or dying consumer, or sent in a
-	 * transaction that began before the cursor's row was sent) wait at most this long in a backlog.
-	 */
-	static final long HEAD_CLAIM_INTERVAL_NANOS = 1_000_000_000L;
+	/** Where each queue's next claim starts, and whether its heads are scarce. */
+	private final ClaimCursors cursors = new ClaimCursors();
 
 	/**
 	 * How many statements one claim makes at most while each locks only rows that other consumers
@@ -221,35 +199,31 @@ public final class ConsumerSession implements AutoCloseable {
 		// A claim whose rows the re-check all found gone (completed by other consumers after its
 		// snapshot was taken) met a busy queue, not an empty one: it is made again, going on past them.
 		for (int i = 0; i < RACED_CLAIM_ATTEMPTS && (claim == null || claim.racedOnly()); i++) {
-			ClaimCursor cursor = this.cursors.remove(queue);
-			claim = (cursor != null && !cursor.dueForHead()) ? claim(queue, max, mayTakeOpen, filter, cursor) : null;
+			ClaimCursors.Next next = this.cursors.next(queue);
+			claim = (next.after() != null) ? claim(queue, max, mayTakeOpen, filter, next) : null;
 			if (claim == null || (!claim.found() && !claim.racedOnly())) {
-				claim = claim(queue, max, mayTakeOpen, filter, null);
+				claim = claim(queue, max, mayTakeOpen, filter, this.cursors.fromHead(queue));
 			}
 		}
 		return claim;
 	}
 
-	/** Claims from the head of the queue, or after {@code cursor}; keeps the cursor of a full claim. */
-	private Claim claim(String queue, int max, boolean mayTakeOpen, HeaderFilter filter, ClaimCursor cursor) {
-		// A cursor exists only after a full claim, which leaves the scarce set: never both.
+	/** Claims from where {@code next} says; keeps the cursor of a full claim. */
+	private Claim claim(String queue, int max, boolean mayTakeOpen, HeaderFilter filter, ClaimCursors.Next next) {
+		ClaimCursor cursor = next.after();
 		NamedStatement<QueueSql.SessionClaim> statement = (cursor != null) ? this.sql.claimWalkAfter
-				: this.scarce.contains(queue) ? this.sql.claimScanningHeads : this.sql.claimWalk;
+				: next.scanHeads() ? this.sql.claimScanningHeads : this.sql.claimWalk;
 		QueueSql.SessionClaim parameters = new QueueSql.SessionClaim(queue, mayTakeOpen,
 				(filter != null) ? filter.documents() : null, this.namespace, this.sessionKey, this.maxPayloadBytes,
 				(cursor != null) ? cursor.priority() : null, (cursor != null) ? cursor.visibleAtMicros() : null,
 				(cursor != null) ? cursor.id() : null);
 		try (PreparedStatement ps = statement.variant(max, filter != null).prepare(this.connection, parameters)) {
 			Claim claim = readClaim(queue, ps, true);
-			boolean full = claim.messages().size() + claim.deadLettered() + claim.raced() == max;
-			if (!full) {
-				this.scarce.add(queue);
+			if (claim.messages().size() + claim.deadLettered() + claim.raced() == max) {
+				this.cursors.full(queue, next, claim.last());
 			}
 			else {
-				this.scarce.remove(queue);
-				if (claim.last() != null) {
-					this.cursors.put(queue, claim.last().since((cursor != null) ? cursor.headClaimedAt() : System.nanoTime()));
-				}
+				this.cursors.cameBackShort(queue);
 			}
 			return claim;
 		}
@@ -665,55 +639,6 @@ public final class ConsumerSession implements AutoCloseable {
 		/** Whether the claim took any message, to deliver or dead-lettered. */
 		public boolean found() {
 			return !this.messages.isEmpty() || this.deadLettered > 0;
-		}
-
-	}
-
-	/**
-	 * Where a poller's claims go on from: a row's place in the claim index (its priority, visible_at
-	 * in microseconds since the epoch, as a claim's visible_at_us, or place_visible_at_us for any row a batch claim
-	 * chose, gives it, and id), and when the claims that led to it last started from the head
-	 * ({@link System#nanoTime()}).
-	 */
-	public record ClaimCursor(int priority, long visibleAtMicros, long id, long headClaimedAt) {
-
-		/**
-		 * The place of the row at the current row of {@code rs}, a claim's result: a claimed row, or
-		 * the last row of a transactional claim's window.
-		 */
-		public static ClaimCursor of(ResultSet rs) throws SQLException {
-			return new ClaimCursor(rs.getInt("priority"), rs.getLong("visible_at_us"), rs.getLong("id"), 0);
-		}
-
-		/**
-		 * The place of the chosen row at the current row of {@code rs}, a batch claim's result
-		 * (columns 16 and 17), whether it was claimed or found gone by the re-check; null for a
-		 * row the claim locked and left.
-		 */
-		static ClaimCursor ofChosen(ResultSet rs) throws SQLException {
-			int priority = rs.getInt("place_priority");
-			return rs.wasNull() ? null : new ClaimCursor(priority, rs.getLong("place_visible_at_us"), rs.getLong("id"), 0);
-		}
-
-		/** Whether this place comes after {@code other} in the claim index. */
-		boolean isAfter(ClaimCursor other) {
-			if (this.priority != other.priority) {
-				return this.priority > other.priority;
-			}
-			if (this.visibleAtMicros != other.visibleAtMicros) {
-				return this.visibleAtMicros > other.visibleAtMicros;
-			}
-			return this.id > other.id;
-		}
-
-		/** This place, reached by claims that last started from the head at {@code headClaimedAt}. */
-		public ClaimCursor since(long headClaimedAt) {
-			return new ClaimCursor(this.priority, this.visibleAtMicros, this.id, headClaimedAt);
-		}
-
-		/** Whether the next claim is to start from the head again: the last one that did is too old. */
-		public boolean dueForHead() {
-			return System.nanoTime() - this.headClaimedAt >= HEAD_CLAIM_INTERVAL_NANOS;
 		}
 
 	}

@@ -9,13 +9,11 @@ import java.time.Duration;
  * one. Not thread-safe: one per poller.
  * <p>
  * The driver reads notifications in one go for as long as each arrives within a millisecond of the
- * last: under a steady 2 000 sends a second the LISTEN connection handed them over in bursts of up
- * to 2 000, up to a second apart (at 1 000 a second they came as sent), and pollers that waited
- * for them left the messages sent in between waiting for the burst or the poll interval (p99 0.5
- * to 0.9 s, the same for a bare JDBC consumer). A busy poller that lingers finds those messages
- * itself; a queue that goes quiet costs it nine more claims. A quiet poller does not linger: fifty
- * listeners lingering after every message of queues receiving forty a second each took the cores
- * from the application that sent them.
+ * last: under a steady stream of sends the LISTEN connection hands them over in bursts up to a
+ * second apart, and pollers that waited for them would leave the messages sent in between waiting
+ * for the burst or the poll interval. A busy poller that lingers finds those messages itself; a
+ * queue that goes quiet costs it nine more claims. A quiet poller does not linger: many listeners
+ * lingering after every message of quiet queues would take the cores from the application.
  */
 public final class Linger {
 

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.lang.reflect.RecordComponent;
 import java.nio.charset.StandardCharsets;
 import java.sql.Array;
@@ -89,7 +90,8 @@ public final class NamedStatement<P extends Record> {
 			byName.put(snakeCase(this.components[i].getName()), i);
 			try {
 				this.components[i].getAccessor().setAccessible(true);
-				this.accessors[i] = lookup.unreflect(this.components[i].getAccessor());
+				this.accessors[i] = lookup.unreflect(this.components[i].getAccessor())
+					.asType(MethodType.methodType(Object.class, Record.class));
 			}
 			catch (IllegalAccessException | RuntimeException ex) {
 				throw new IllegalStateException("Cannot read parameter record " + parameters.getName(), ex);
@@ -264,7 +266,7 @@ public final class NamedStatement<P extends Record> {
 
 	private Object value(int component, P parameters) {
 		try {
-			return this.accessors[component].invoke(parameters);
+			return (Object) this.accessors[component].invokeExact((Record) parameters);
 		}
 		catch (Throwable ex) {
 			throw new IllegalStateException("Cannot read parameter " + this.components[component].getName() + " of "

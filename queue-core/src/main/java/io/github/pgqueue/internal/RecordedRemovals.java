@@ -9,8 +9,6 @@ import java.util.function.Supplier;
 
 import javax.sql.DataSource;
 
-import io.github.pgqueue.QueueNames;
-
 import org.springframework.jdbc.core.ConnectionCallback;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.ConnectionProxy;
@@ -42,17 +40,17 @@ public final class RecordedRemovals {
 	/** Where records are written: never the caller's transaction, which may roll back. */
 	private final DataSource recordSource;
 
-	private final String record;
+	private final QueueSql sql;
 
-	/** Removals on {@code dataSource}, of the pgqueue tables in {@code schema}. */
-	public RecordedRemovals(DataSource dataSource, String schema) {
+	/** Removals on {@code dataSource}, of the pgqueue tables of {@code sql}'s schema. */
+	public RecordedRemovals(DataSource dataSource, QueueSql sql) {
 		this.jdbc = new JdbcTemplate(dataSource);
 		DataSource target = dataSource;
 		while (target instanceof TransactionAwareDataSourceProxy proxy && proxy.getTargetDataSource() != null) {
 			target = proxy.getTargetDataSource();
 		}
 		this.recordSource = target;
-		this.record = "SELECT \"%s\".record_removal(?::xid8)".formatted(QueueNames.requireSchema(schema));
+		this.sql = sql;
 	}
 
 	/**
@@ -104,18 +102,17 @@ public final class RecordedRemovals {
 		});
 	}
 
-	private static String currentTransaction(Connection connection) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement("SELECT pg_current_xact_id()::text");
+	private String currentTransaction(Connection connection) throws SQLException {
+		try (PreparedStatement ps = this.sql.currentTransaction.prepare(connection, new QueueSql.None());
 				ResultSet rs = ps.executeQuery()) {
 			rs.next();
-			return rs.getString(1);
+			return rs.getString("xid");
 		}
 	}
 
 	private void record(String transaction) throws SQLException {
 		try (Connection connection = this.recordSource.getConnection();
-				PreparedStatement ps = connection.prepareStatement(this.record)) {
-			ps.setString(1, transaction);
+				PreparedStatement ps = this.sql.recordRemoval.prepare(connection, new QueueSql.RecordRemoval(transaction))) {
 			ps.execute();
 			if (!connection.getAutoCommit()) {
 				connection.commit();

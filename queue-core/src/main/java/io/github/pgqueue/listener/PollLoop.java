@@ -25,7 +25,7 @@ import org.springframework.transaction.PlatformTransactionManager;
 
 /**
  * One poller thread of a listener container: polls its queues in turn through its
- * {@link Consumption} (session or transactional mode) and sleeps when they are empty, until a
+ * {@link ConsumptionStrategy} (session or transactional mode) and sleeps when they are empty, until a
  * notification, a sibling or the next delayed message wakes it; right after work it only naps
  * ({@link Linger}), since notifications can come late. Survives everything: a failure is
  * logged once per outage, backed off with jitter, and the consumption's connections reopened.
@@ -36,7 +36,7 @@ final class PollLoop implements Runnable {
 
 	private final QueueListenerEndpoint endpoint;
 
-	private final Consumption consumption;
+	private final ConsumptionStrategy consumption;
 
 	/** How often an outage that lasts is logged again, with what it hits now. */
 	private static final Duration OUTAGE_WARNING_INTERVAL = Duration.ofMinutes(1);
@@ -102,7 +102,7 @@ final class PollLoop implements Runnable {
 	/** Whether a claim of the last poll is to be made again at once, even one that handed out nothing. */
 	private boolean claimAgain;
 
-	private PollLoop(QueueListenerEndpoint endpoint, Function<BooleanSupplier, Consumption> consumption,
+	private PollLoop(QueueListenerEndpoint endpoint, Function<BooleanSupplier, ConsumptionStrategy> consumption,
 			boolean leader, Runnable wakeSiblings, BooleanSupplier paused) {
 		this.endpoint = endpoint;
 		this.consumption = consumption.apply(() -> this.running);
@@ -128,7 +128,7 @@ final class PollLoop implements Runnable {
 			QueueProcessObservationConvention observationConvention, boolean leader, Runnable wakeSiblings,
 			BooleanSupplier paused) {
 		ProcessObservation observation = ProcessObservation.of(observationRegistry, observationConvention, endpoint.id());
-		return new PollLoop(endpoint, (running) -> new SessionConsumption(
+		return new PollLoop(endpoint, (running) -> new SessionStrategy(
 				new Dispatcher(endpoint, converter, running, observation), sessions, metrics,
 				endpoint.containerProperties().batchSize(),
 				running, endpoint.headerFilter()), leader, wakeSiblings, paused);
@@ -145,7 +145,7 @@ final class PollLoop implements Runnable {
 			ObservationRegistry observationRegistry, QueueProcessObservationConvention observationConvention,
 			boolean leader, Runnable wakeSiblings, BooleanSupplier paused) {
 		ProcessObservation observation = ProcessObservation.of(observationRegistry, observationConvention, endpoint.id());
-		return new PollLoop(endpoint, (running) -> new TransactionalConsumption(
+		return new PollLoop(endpoint, (running) -> new TransactionalStrategy(
 				new Dispatcher(endpoint, context.payloadConverter(), running, observation), context, sql,
 				transactionManager, sessions, metrics, endpoint, running), leader, wakeSiblings, paused);
 	}
@@ -344,14 +344,14 @@ final class PollLoop implements Runnable {
 			// held through the batch even when the claim took none: a poller allowed to take suspects
 			// also sees rows another poller has just acked as suspects (its snapshot still shows
 			// them with their claim open) and then claims that phantom alone, so letting every poller
-			// hold the permit briefly made concurrent pollers claim far less (steady fell behind).
+			// hold the permit briefly would make concurrent pollers claim far less.
 			// A poller refused it asks for it, and is handed it at the next release (see
 			// SuspectPermit): a busy listener that took it back at once kept a quiet queue's
 			// orphans waiting for good.
 			boolean mayTakeOpen = SUSPECTS.tryAcquire(this);
 			this.refusedSuspects |= !mayTakeOpen;
 			try {
-				Consumption.Polled polled = this.consumption.poll(queue, mayTakeOpen);
+				ConsumptionStrategy.Polled polled = this.consumption.poll(queue, mayTakeOpen);
 				Duration due = polled.nextVisibleIn();
 				if (due != null && (this.nextDue == null || due.compareTo(this.nextDue) < 0)) {
 					this.nextDue = due;

@@ -159,12 +159,8 @@ class BatchListenerIntegrationTests {
 					.batchListener(Integer.class, (messages) -> {
 					})
 					.containerProperties(ContainerProperties.builder(List.of("q"))
-						.concurrency(1)
 						.ackMode(AckMode.MANUAL)
-						.errorHandler(new DefaultQueueErrorHandler())
-						.batchSize(10)
 						.pollInterval(Duration.ofSeconds(1))
-						.transactionTimeout(Duration.ofSeconds(30))
 						.build())
 					.build())
 			.withMessageContaining("batch listener").withMessageContaining("ackMode AUTO");
@@ -187,11 +183,8 @@ class BatchListenerIntegrationTests {
 				.batchListener(Integer.class, listener)
 				.containerProperties(ContainerProperties.builder(List.of(queue))
 					.concurrency(concurrency)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(100))
 					.mode(mode)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.build())
 				.build());
 		this.registry.start();

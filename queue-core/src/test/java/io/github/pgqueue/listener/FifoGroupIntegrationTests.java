@@ -19,7 +19,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.ContextInternals;
 import io.github.pgqueue.QueueAdmin;
@@ -124,11 +123,8 @@ class FifoGroupIntegrationTests {
 					.listener(Step.class, listener)
 					.containerProperties(ContainerProperties.builder(List.of(queue))
 						.concurrency(4)
-						.errorHandler(new DefaultQueueErrorHandler())
-						.batchSize(10)
 						.pollInterval(Duration.ofMillis(50))
 						.mode(mode)
-						.transactionTimeout(Duration.ofSeconds(30))
 						.build())
 					.build());
 		}
@@ -176,11 +172,8 @@ class FifoGroupIntegrationTests {
 				})
 				.containerProperties(ContainerProperties.builder(List.of(queue))
 					.concurrency(3)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(mode)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.build())
 				.build());
 		this.registry.start();
@@ -271,11 +264,8 @@ class FifoGroupIntegrationTests {
 				})
 				.containerProperties(ContainerProperties.builder(List.of(queue))
 					.concurrency(concurrency)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofSeconds(30))
 					.mode(mode)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.build())
 				.build());
 		this.registry.start();
@@ -322,11 +312,8 @@ class FifoGroupIntegrationTests {
 				})
 				.containerProperties(ContainerProperties.builder(List.of(queue))
 					.concurrency(2)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofSeconds(30))
 					.mode(mode)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.build())
 				.build());
 		this.registry.start();

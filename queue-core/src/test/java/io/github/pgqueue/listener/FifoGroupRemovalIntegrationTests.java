@@ -21,7 +21,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.pgqueue.AckMode;
 import io.github.pgqueue.CancelResult;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.ContextInternals;
@@ -129,8 +128,6 @@ class FifoGroupRemovalIntegrationTests {
 				})
 				.containerProperties(ContainerProperties.builder(List.of(queue))
 					.concurrency(2)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(ConsumptionMode.TRANSACTIONAL)
 					.transactionTimeout(Duration.ofSeconds(60))
@@ -370,11 +367,9 @@ class FifoGroupRemovalIntegrationTests {
 					})
 					.containerProperties(ContainerProperties.builder(List.of(queue))
 						.concurrency(2)
-						.errorHandler(new DefaultQueueErrorHandler())
 						.batchSize(5)
 						.pollInterval(Duration.ofMillis(50))
 						.mode(mode)
-						.transactionTimeout(Duration.ofSeconds(30))
 						.build())
 					.build());
 		}

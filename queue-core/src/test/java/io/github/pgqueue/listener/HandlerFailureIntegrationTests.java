@@ -98,7 +98,6 @@ class HandlerFailureIntegrationTests {
 		start(template, QueueListenerEndpoint.builder("blast")
 				.listener(Integer.class, listener)
 				.containerProperties(ContainerProperties.builder(List.of("blast"))
-					.concurrency(1)
 					.errorHandler(errorHandler)
 					.batchSize(5)
 					.pollInterval(Duration.ofMillis(50))
@@ -137,9 +136,6 @@ class HandlerFailureIntegrationTests {
 						Thread.sleep(60_000);
 					})
 					.containerProperties(ContainerProperties.builder(List.of("patient"))
-						.concurrency(1)
-						.errorHandler(new DefaultQueueErrorHandler())
-						.batchSize(10)
 						.pollInterval(Duration.ofMillis(50))
 						.build())
 					.build());
@@ -165,10 +161,7 @@ class HandlerFailureIntegrationTests {
 		start(template, QueueListenerEndpoint.builder("forgetful")
 				.listener(Integer.class, (message, ack) -> deliveries.incrementAndGet())
 				.containerProperties(ContainerProperties.builder(List.of("forgetful"))
-					.concurrency(1)
 					.ackMode(AckMode.MANUAL)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.build())
 				.build());

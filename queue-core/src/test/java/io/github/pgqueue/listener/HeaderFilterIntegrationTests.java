@@ -8,7 +8,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.SendOptions;
@@ -100,11 +99,8 @@ class HeaderFilterIntegrationTests {
 				.listener(Integer.class, listener)
 				.containerProperties(ContainerProperties.builder(List.of(queue))
 					.concurrency(4)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(mode)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.filter(filter)
 					.build())
 				.build());
@@ -124,12 +120,8 @@ class HeaderFilterIntegrationTests {
 		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
 				.batchListener(Integer.class, listener)
 				.containerProperties(ContainerProperties.builder(List.of(queue))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(mode)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.filter("kind in ('x', 'y', 'z')")
 					.build())
 				.build());
@@ -172,9 +164,6 @@ class HeaderFilterIntegrationTests {
 					.listener(Integer.class, (message, ack) -> {
 					})
 					.containerProperties(ContainerProperties.builder(List.of("emails"))
-						.concurrency(1)
-						.errorHandler(new DefaultQueueErrorHandler())
-						.batchSize(10)
 						.pollInterval(Duration.ofSeconds(1))
 						.filter("type == 'a'")
 						.build())

@@ -11,7 +11,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.pgqueue.AckMode;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.PostgresExtension;
@@ -186,7 +185,6 @@ class ListenerRuntimeControlIntegrationTests {
 				.containerProperties(ContainerProperties.builder(List.of(queue))
 					.concurrency(concurrency)
 					.autoStartup(autoStartup)
-					.errorHandler(new DefaultQueueErrorHandler())
 					.batchSize(5)
 					.pollInterval(pollInterval)
 					.build())

@@ -7,7 +7,6 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.JacksonPayloadConverter;
 import io.github.pgqueue.JaxbPayloadConverter;
@@ -117,9 +116,6 @@ class MessageBodyIntegrationTests {
 		start(QueueListenerEndpoint.builder("orders")
 				.listener(Order.class, (message, ack) -> received.add(message))
 				.containerProperties(ContainerProperties.builder(List.of("orders"))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(mode)
 					.build())
@@ -139,9 +135,6 @@ class MessageBodyIntegrationTests {
 		start(QueueListenerEndpoint.builder("orders")
 				.batchListener(Order.class, batches::add)
 				.containerProperties(ContainerProperties.builder(List.of("orders"))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.build())
 				.build());
@@ -159,9 +152,6 @@ class MessageBodyIntegrationTests {
 		start(QueueListenerEndpoint.builder("orders")
 				.listener(Order.class, (message, ack) -> handled.add(message.id()))
 				.containerProperties(ContainerProperties.builder(List.of("orders"))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.build())
 				.build());

@@ -8,7 +8,6 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.pgqueue.AckMode;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.PostgresExtension;
@@ -86,9 +85,6 @@ class NotifyConnectionIntegrationTests {
 		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("woken")
 				.listener(Integer.class, (message, ack) -> this.handled.incrementAndGet())
 				.containerProperties(ContainerProperties.builder(List.of("woken"))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofSeconds(60))
 					.build())
 				.build());

@@ -6,7 +6,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.pgqueue.AckMode;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
@@ -93,8 +92,6 @@ class OnTimeDeliveryIntegrationTests {
 				.listener(Integer.class, listener)
 				.containerProperties(ContainerProperties.builder(List.of(queue))
 					.concurrency(concurrency)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(POLL_INTERVAL)
 					.build())
 				.build());

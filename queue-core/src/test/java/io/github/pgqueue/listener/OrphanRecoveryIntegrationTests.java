@@ -11,7 +11,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ContextInternals;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueTemplate;
@@ -62,9 +61,6 @@ class OrphanRecoveryIntegrationTests {
 		return QueueListenerEndpoint.builder(id)
 				.listener(Integer.class, listener)
 				.containerProperties(ContainerProperties.builder(List.of(queue))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(100))
 					.build())
 				.build();
@@ -167,12 +163,8 @@ class OrphanRecoveryIntegrationTests {
 		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("orphan-batches")
 				.batchListener(Integer.class, (messages) -> batches.add(messages.stream().map((m) -> m.id()).toList()))
 				.containerProperties(ContainerProperties.builder(List.of("orphan-batches"))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(100))
 					.mode(io.github.pgqueue.ConsumptionMode.SESSION)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.build())
 				.build());
 		this.registry.start();

@@ -8,7 +8,6 @@ import java.util.stream.IntStream;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueContext;
@@ -93,12 +92,8 @@ class PlanStabilityIntegrationTests {
 						handled.incrementAndGet();
 					})
 					.containerProperties(ContainerProperties.builder(List.of("plans"))
-						.concurrency(1)
-						.errorHandler(new DefaultQueueErrorHandler())
-						.batchSize(10)
 						.pollInterval(Duration.ofMillis(20))
 						.mode(mode)
-						.transactionTimeout(Duration.ofSeconds(30))
 						.build())
 					.build());
 			new QueueAdmin(template.context()).declare(new QueueDefinition("plans", 5, Duration.ofMillis(1), 1.0, Duration.ofMillis(1), null));

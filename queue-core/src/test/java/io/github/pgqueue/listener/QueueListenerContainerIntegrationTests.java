@@ -71,8 +71,6 @@ class QueueListenerContainerIntegrationTests {
 				.containerProperties(ContainerProperties.builder(List.of(queue))
 					.concurrency(concurrency)
 					.ackMode(ackMode)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(200))
 					.build())
 				.build();
@@ -207,9 +205,6 @@ class QueueListenerContainerIntegrationTests {
 		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("idle")
 				.listener(Integer.class, (message, ack) -> received.countDown())
 				.containerProperties(ContainerProperties.builder(List.of("idle"))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofSeconds(30))
 					.build())
 				.build());
@@ -288,8 +283,6 @@ class QueueListenerContainerIntegrationTests {
 				})
 				.containerProperties(ContainerProperties.builder(List.of("idle-cost"))
 					.concurrency(4)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(200))
 					.build())
 				.build());
@@ -390,7 +383,6 @@ class QueueListenerContainerIntegrationTests {
 				})
 				.containerProperties(ContainerProperties.builder(List.of("deaf"))
 					.concurrency(8)
-					.errorHandler(new DefaultQueueErrorHandler())
 					.batchSize(1)
 					.pollInterval(Duration.ofMillis(100))
 					.build())

@@ -6,7 +6,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.pgqueue.AckMode;
 import io.github.pgqueue.CancelResult;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueAdmin;
@@ -89,12 +88,8 @@ class RolledBackRemovalsIntegrationTests {
 		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("undone")
 				.listener(Integer.class, (message, ack) -> attempts.put(message.id(), message.attempt()))
 				.containerProperties(ContainerProperties.builder(queues)
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(ConsumptionMode.TRANSACTIONAL)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.build())
 				.build());
 		this.registry.start();
@@ -130,12 +125,8 @@ class RolledBackRemovalsIntegrationTests {
 					appJdbc.queryForObject("SELECT pg_terminate_backend(pg_backend_pid())", Boolean.class);
 				})
 				.containerProperties(ContainerProperties.builder(List.of("cancelling"))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(ConsumptionMode.TRANSACTIONAL)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.build())
 				.build());
 		this.registry.start();
@@ -164,12 +155,8 @@ class RolledBackRemovalsIntegrationTests {
 					appJdbc.queryForObject("SELECT pg_terminate_backend(pg_backend_pid())", Boolean.class);
 				})
 				.containerProperties(ContainerProperties.builder(List.of("deadly"))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(ConsumptionMode.TRANSACTIONAL)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.build())
 				.build());
 		this.registry.start();

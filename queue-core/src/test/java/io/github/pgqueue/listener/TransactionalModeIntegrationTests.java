@@ -286,9 +286,6 @@ class TransactionalModeIntegrationTests {
 					}
 				})
 				.containerProperties(ContainerProperties.builder(List.of("slow"))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(ConsumptionMode.TRANSACTIONAL)
 					.transactionTimeout(Duration.ofMillis(300))
@@ -500,11 +497,9 @@ class TransactionalModeIntegrationTests {
 				.containerProperties(ContainerProperties.builder(List.of(queue))
 					.concurrency(concurrency)
 					.ackMode(ackMode)
-					.errorHandler(new DefaultQueueErrorHandler())
 					.batchSize(batchSize)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(ConsumptionMode.TRANSACTIONAL)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.build())
 				.build();
 	}

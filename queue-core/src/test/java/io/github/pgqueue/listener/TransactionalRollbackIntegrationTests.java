@@ -77,7 +77,7 @@ class TransactionalRollbackIntegrationTests {
 	}
 
 	/**
-	 * Message 1 fails: the next {@value TransactionalConsumption#GUARDED_AFTER_FAILURE} handlers run
+	 * Message 1 fails: the next {@value TransactionalStrategy#GUARDED_AFTER_FAILURE} handlers run
 	 * under savepoints, a run that ends within the batch of message 105 (101 has the last one); 105
 	 * then fails without a savepoint, and the rollback to the claim undoes 101's writes too.
 	 */
@@ -129,7 +129,7 @@ class TransactionalRollbackIntegrationTests {
 	void aHandlerInterruptedByTheStopReleasesTheMessagesHandledBeforeItInItsBatch() throws Exception {
 		this.admin.declare(QueueDefinition.of("ledger").withMaxAttempts(5));
 		List<Long> ids = this.template.sendBatch("ledger", IntStream.rangeClosed(1, 200).boxed().toList());
-		int blocking = 2 + TransactionalConsumption.GUARDED_AFTER_FAILURE;
+		int blocking = 2 + TransactionalStrategy.GUARDED_AFTER_FAILURE;
 		CountDownLatch blocked = new CountDownLatch(1);
 		Map<Integer, AtomicInteger> runs = new ConcurrentHashMap<>();
 		QueueMessageListener listener = (message, ack) -> {
@@ -150,12 +150,9 @@ class TransactionalRollbackIntegrationTests {
 		start(Duration.ofMillis(200), QueueListenerEndpoint.builder("ledger")
 				.listener(Integer.class, listener)
 				.containerProperties(ContainerProperties.builder(List.of("ledger"))
-					.concurrency(1)
 					.errorHandler(deadLetter)
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(ConsumptionMode.TRANSACTIONAL)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.build())
 				.build());
 		assertThat(blocked.await(30, TimeUnit.SECONDS)).isTrue();
@@ -201,13 +198,9 @@ class TransactionalRollbackIntegrationTests {
 					}
 				})
 				.containerProperties(ContainerProperties.builder(List.of("ledger"))
-					.concurrency(1)
 					.ackMode(AckMode.MANUAL)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(ConsumptionMode.TRANSACTIONAL)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.build())
 				.build());
 
@@ -257,11 +250,9 @@ class TransactionalRollbackIntegrationTests {
 				.listener(Integer.class, listener)
 				.containerProperties(ContainerProperties.builder(List.of("ledger"))
 					.concurrency(concurrency)
-					.errorHandler(new DefaultQueueErrorHandler())
 					.batchSize(batchSize)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(ConsumptionMode.TRANSACTIONAL)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.build())
 				.build();
 	}

@@ -12,7 +12,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.pgqueue.AckMode;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.internal.Linger;
 import io.github.pgqueue.testing.EmbeddedPostgres;
@@ -60,8 +59,6 @@ class WakeUpIntegrationTests {
 				.listener(Integer.class, (message, ack) -> handledBy.put(message.id(), Thread.currentThread().getName()))
 				.containerProperties(ContainerProperties.builder(List.of("wake"))
 					.concurrency(4)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofSeconds(60))
 					.build())
 				.build());
@@ -101,9 +98,6 @@ class WakeUpIntegrationTests {
 		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("linger")
 				.listener(Integer.class, (message, ack) -> handledBy.put(message.id(), Thread.currentThread().getName()))
 				.containerProperties(ContainerProperties.builder(List.of("linger"))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofSeconds(60))
 					.build())
 				.build());

@@ -6,7 +6,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.ExchangeDefinition.Binding;
 import io.github.pgqueue.ExchangeDefinition;
@@ -16,7 +15,6 @@ import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.listener.BatchListenerFailedException;
 import io.github.pgqueue.listener.ContainerProperties;
-import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueBatchListener;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
@@ -215,9 +213,6 @@ class ObservationIntegrationTests {
 		start(template, QueueListenerEndpoint.builder("quiet")
 				.listener(String.class, (message, ack) -> handled.add(message.payload()))
 				.containerProperties(ContainerProperties.builder(List.of("emails"))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.build())
 				.build());
@@ -281,12 +276,8 @@ class ObservationIntegrationTests {
 		return QueueListenerEndpoint.builder(id)
 				.listener(String.class, listener)
 				.containerProperties(ContainerProperties.builder(List.of("emails"))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(mode)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.observationEnabled(observationEnabled)
 					.build())
 				.build();
@@ -296,12 +287,8 @@ class ObservationIntegrationTests {
 		return QueueListenerEndpoint.builder("batcher")
 				.batchListener(String.class, listener)
 				.containerProperties(ContainerProperties.builder(List.of("emails"))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(mode)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.observationEnabled(true)
 					.build())
 				.build();

@@ -6,7 +6,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueContext;
@@ -14,7 +13,6 @@ import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueMessage;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.listener.ContainerProperties;
-import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 import io.github.pgqueue.testing.EmbeddedPostgres;
@@ -174,12 +172,8 @@ class TracePropagationIntegrationTests {
 				}
 			})
 				.containerProperties(ContainerProperties.builder(List.of("emails"))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(mode)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.observationEnabled(true)
 					.build())
 				.build());
@@ -210,12 +204,8 @@ class TracePropagationIntegrationTests {
 							? current.context().traceId() + "/" + current.context().spanId() : "none");
 				})
 				.containerProperties(ContainerProperties.builder(List.of("emails"))
-					.concurrency(1)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(10)
 					.pollInterval(Duration.ofMillis(50))
 					.mode(mode)
-					.transactionTimeout(Duration.ofSeconds(30))
 					.observationEnabled(true)
 					.build())
 				.build());

@@ -87,3 +87,119 @@ SELECT COALESCE(dead_letter_queue, pgqueue.default_dead_letter_queue(name)) AS d
 SELECT name FROM pgqueue.queue
 UNION
 SELECT COALESCE(dead_letter_queue, pgqueue.default_dead_letter_queue(name)) FROM pgqueue.queue;
+
+-- name: create_queue
+-- Inserts a queue's definition unless the queue exists: no row is changed then.
+INSERT INTO pgqueue.queue (name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms,
+                           dead_letter_queue)
+VALUES (:name, :max_attempts, :backoff_initial_ms, :backoff_multiplier, :backoff_max_ms, :dead_letter_queue)
+ON CONFLICT (name) DO NOTHING;
+
+-- name: alter_queue
+-- Changes an existing queue's definition; no row is changed if it does not exist.
+UPDATE pgqueue.queue
+   SET max_attempts = :max_attempts, backoff_initial_ms = :backoff_initial_ms,
+       backoff_multiplier = :backoff_multiplier, backoff_max_ms = :backoff_max_ms,
+       dead_letter_queue = :dead_letter_queue, updated_at = now()
+ WHERE name = :name;
+
+-- name: drop_queue
+DELETE FROM pgqueue.queue WHERE name = :queue;
+
+-- name: set_paused
+-- Pauses or resumes a queue: claims test it once per statement (a paused queue has no priorities).
+UPDATE pgqueue.queue SET paused = :paused, updated_at = now() WHERE name = :queue;
+
+-- name: wake
+-- Wakes the pollers of a queue in every process, as a retry or a send does.
+SELECT pg_notify(:channel, :queue);
+
+-- name: is_paused
+SELECT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused) AS paused;
+
+-- name: is_declared
+SELECT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue) AS declared;
+
+-- name: queues
+-- Every declared queue with its policy, by name.
+SELECT name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, dead_letter_queue, paused
+  FROM pgqueue.queue
+ ORDER BY name;
+
+-- name: message_count
+SELECT count(*) AS messages FROM pgqueue.message WHERE queue = :queue;
+
+-- name: bound_exchanges
+-- The exchanges that route to a queue.
+SELECT DISTINCT exchange FROM pgqueue.binding WHERE queue = :queue ORDER BY 1;
+
+-- name: purge_chunk
+-- Locks a chunk of :chunk rows of :queue after :after_id in id order, skipping rows a transaction
+-- holds, deletes those whose advisory key is free (no session holds them; only the visible ones
+-- unless :everything), and mends the FIFO groups it took messages from, under the queue's lock
+-- (purge_messages, V16). The last id it looked at, how many it looked at, how many it deleted.
+SELECT last_id, looked, deleted FROM pgqueue.purge_messages(:queue, :after_id, :everything, :chunk, :namespace);
+
+-- name: redrive_ids
+-- Moves the chosen dead letters back to the queues they came from, attempts reset, outside any
+-- FIFO group (redrive_dead_letters_by_id, V16: its id would put it ahead of its group); one a
+-- consumer holds is skipped, and the lock taken here goes with the transaction. Wakes the pollers
+-- of each queue. The ids moved.
+SELECT id FROM pgqueue.redrive_dead_letters_by_id(:ids, :namespace, :channel) AS r(id);
+
+-- name: dead_letter_queue_of
+-- The dead-letter queue of a queue, declared or not: the configured one, else <queue>.dlq.
+SELECT COALESCE((SELECT dead_letter_queue FROM pgqueue.queue WHERE name = :queue),
+                pgqueue.default_dead_letter_queue(:queue)) AS dead_letter_queue;
+
+-- name: role_exists
+SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = :role) AS found;
+
+-- name: table_privileges
+-- The statements that give :role the table privileges pgqueue's statements need, identifiers
+-- quoted; row-level security then narrows them (V10).
+SELECT format(t, :schema::text, :role::text) AS statement FROM (VALUES
+    ('GRANT USAGE ON SCHEMA %1$I TO %2$I'),
+    ('GRANT SELECT, INSERT, UPDATE, DELETE ON %1$I.message TO %2$I'),
+    ('GRANT SELECT ON %1$I.queue TO %2$I'),
+    ('GRANT SELECT ON %1$I.setting TO %2$I'),
+    ('GRANT SELECT, INSERT, UPDATE, DELETE ON %1$I.holding TO %2$I')) AS s(t)
+UNION ALL
+SELECT format('GRANT USAGE ON SEQUENCE %s TO %I',
+              pg_get_serial_sequence(format('%I.' || t.name, :schema::text), t.id), :role::text)
+  FROM (VALUES ('message', 'id'), ('holding', 'session')) AS t(name, id);
+
+-- name: grant_access
+-- Grants :role :send and :consume on :queue, adding to what it has. Keyed by the role's oid (V18):
+-- a role of the same name created after one was dropped is another role.
+INSERT INTO pgqueue.queue_access AS a (queue, role, role_oid, send, consume)
+SELECT :queue, r.rolname, r.oid, :send, :consume FROM pg_catalog.pg_roles r WHERE r.rolname = :role
+ON CONFLICT (queue, role_oid) DO UPDATE
+   SET role = excluded.role, send = a.send OR excluded.send, consume = a.consume OR excluded.consume;
+
+-- name: lock_access
+-- Revokes take turns: two at once could each delete a row of one role, counting on the other's
+-- row that the other revoke was emptying, and leave the role unrestricted. Readers do not wait.
+LOCK TABLE pgqueue.queue_access IN SHARE ROW EXCLUSIVE MODE;
+
+-- name: revoke_access
+UPDATE pgqueue.queue_access SET send = send AND NOT :send, consume = consume AND NOT :consume
+ WHERE queue = :queue AND role_oid = (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = :role);
+
+-- name: forget_access
+-- After a revoke: deletes the rows that grant nothing any more, of roles that were dropped and of
+-- roles that still have a row that grants something. A role's last row stays even when it grants
+-- nothing: it holds the role to its grants (a role without any row is not restricted, V10).
+DELETE FROM pgqueue.queue_access a
+ WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.oid = a.role_oid)
+    OR (NOT a.send AND NOT a.consume
+        AND EXISTS (SELECT 1 FROM pgqueue.queue_access o
+                     WHERE o.role_oid = a.role_oid AND (o.send OR o.consume)));
+
+-- name: record_removal
+-- Records the transaction of a removal (cancel, purge, redrive) before it locks rows, so that if
+-- it rolls back the rows it locked are not taken for a dead consumer's (record_removal, V19).
+SELECT pgqueue.record_removal(:removal::xid8) AS recorded;
+
+-- name: current_transaction
+SELECT pg_current_xact_id()::text AS xid;

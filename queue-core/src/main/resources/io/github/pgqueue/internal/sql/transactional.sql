@@ -14,7 +14,7 @@
 -- taken (in the snapshot's list, or at or past its xmax). With several consumers the head of a
 -- queue is where the others complete their batches; once such a completion commits, its keys are
 -- free while this snapshot still shows its rows, and a claim that took those keys found the rows
--- gone when it locked them (a fifth of the claims came back empty at four consumers). xmax has no
+-- gone when it locked them, and came back short or empty at a full claim's cost. xmax has no
 -- epoch: it is compared with the snapshot's by the low 32 bits, modulo 2^32, as PostgreSQL
 -- compares xids. A row of a FIFO group that is not its group's head is skipped too, its head test
 -- looking backwards from the row and no lower than its previous_id (V15), so no key is taken of a
@@ -33,8 +33,8 @@
 -- predate a session's claim and death). A row no transaction ever locked (xmax 0, the common
 -- case) skips locker_aborted, which costs tens of microseconds. Suspects are returned by id
 -- (kind 'suspect') for session.sql's claim_suspect, which counts their attempt and runs them
--- alone; the test runs on the taken rows only (in the walk, beside the group test, it made the
--- planner drain grouped queues at 44 msg/s).
+-- alone; the test runs on the taken rows only (in the walk, beside the group test, it led the
+-- planner to a plan that drained grouped queues slowly).
 --
 -- claimed: the row locks, on the rows returned only. A row changed since the snapshot is re-read
 -- (EvalPlanQual) and skipped if it is gone, no longer visible or claimed open. The ids are an

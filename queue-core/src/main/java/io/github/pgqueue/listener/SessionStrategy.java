@@ -21,9 +21,9 @@ import org.slf4j.LoggerFactory;
  * claim), the listener handles each message outside any transaction, then the batch is completed
  * in at most four statements (ack, retry, dead-letter, release).
  */
-final class SessionConsumption implements Consumption {
+final class SessionStrategy implements ConsumptionStrategy {
 
-	private static final Logger logger = LoggerFactory.getLogger(SessionConsumption.class);
+	private static final Logger logger = LoggerFactory.getLogger(SessionStrategy.class);
 
 	private final Dispatcher dispatcher;
 
@@ -40,7 +40,7 @@ final class SessionConsumption implements Consumption {
 	/** The listener's header filter; null when it takes every message. */
 	private final HeaderFilter filter;
 
-	SessionConsumption(Dispatcher dispatcher, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
+	SessionStrategy(Dispatcher dispatcher, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
 			int batchSize, BooleanSupplier running, HeaderFilter filter) {
 		this.filter = filter;
 		this.dispatcher = dispatcher;

@@ -6,7 +6,7 @@ import java.time.Duration;
  * How a poller takes messages from a queue and completes them: one of the two consumption modes.
  * Owned by one poller thread; holds its database resources between polls.
  */
-interface Consumption extends AutoCloseable {
+interface ConsumptionStrategy extends AutoCloseable {
 
 	/**
 	 * Claims a batch from {@code queue}, hands each message to the listener and completes the

@@ -10,10 +10,8 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
@@ -21,10 +19,11 @@ import javax.sql.DataSource;
 
 import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueException;
+import io.github.pgqueue.internal.ClaimCursor;
+import io.github.pgqueue.internal.ClaimCursors;
 import io.github.pgqueue.internal.ClaimedMessage;
-import io.github.pgqueue.internal.HeaderFilter;
 import io.github.pgqueue.internal.ConsumerSession;
-import io.github.pgqueue.internal.ConsumerSession.ClaimCursor;
+import io.github.pgqueue.internal.HeaderFilter;
 import io.github.pgqueue.internal.ListenerMetrics.Outcome;
 import io.github.pgqueue.internal.ListenerMetrics;
 import io.github.pgqueue.internal.NamedStatement;
@@ -64,9 +63,9 @@ import org.springframework.transaction.support.TransactionTemplate;
  * session lock while it runs alone here. A transaction that outlives its timeout is rolled back to
  * before the first handler, and every message it handled fails that attempt.
  */
-final class TransactionalConsumption implements Consumption {
+final class TransactionalStrategy implements ConsumptionStrategy {
 
-	private static final Logger logger = LoggerFactory.getLogger(TransactionalConsumption.class);
+	private static final Logger logger = LoggerFactory.getLogger(TransactionalStrategy.class);
 
 	/** After a failure, how many messages in a row must succeed before handlers run without savepoints. */
 	static final int GUARDED_AFTER_FAILURE = 100;
@@ -128,29 +127,17 @@ final class TransactionalConsumption implements Consumption {
 	private final NamedStatement<QueueSql.LockClaimed> lockClaimed;
 
 	/**
-	 * Per queue, where this poller's next claim goes on from: where its last full batch ended (see
-	 * {@link ConsumerSession}), or the last row of a window that its last claim walked to the end.
+	 * Where each queue's next claim starts: after the last full batch, or after the last row of a
+	 * window its last claim walked to the end; and whether its heads are scarce (a whole window
+	 * walked without filling the batch, and no batch filled since).
 	 */
-	private final Map<String, ClaimCursor> cursors = new HashMap<>();
+	private final ClaimCursors cursors = new ClaimCursors();
 
 	/** The queues whose claims found messages since the last claim from the head. */
 	private final Set<String> foundSinceHead = new HashSet<>();
 
-	/**
-	 * The queues whose last claim walked a whole window without filling its batch and has not
-	 * filled one since: their claims find FIFO groups' heads by stepping through the group index
-	 * (transactional.sql's {@code claim_scanning_heads}). A walk tests every row
-	 * it passes; where a few groups hold the backlog, their heads are the only rows it can take,
-	 * and the rest of the backlog is their later messages, which it would walk window by window.
-	 * A queue leaves this set when such a claim fills its batch, or sees
-	 * {@link QueueSql#SCARCE_GROUPS} groups or more: with 1 000 groups and four consumers, windows
-	 * end now and then as heads are taken under a walk, and scanning claims that stayed on took
-	 * 15 ms each and came back with a few of the heads their snapshot showed, the others taken by
-	 * then.
-	 */
-	private final Set<String> scarce = new HashSet<>();
 
-	TransactionalConsumption(Dispatcher dispatcher, QueueContext context, QueueSql sql,
+	TransactionalStrategy(Dispatcher dispatcher, QueueContext context, QueueSql sql,
 			PlatformTransactionManager transactionManager, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
 			QueueListenerEndpoint endpoint, BooleanSupplier running) {
 		this.dispatcher = dispatcher;
@@ -448,14 +435,11 @@ final class TransactionalConsumption implements Consumption {
 	 */
 	private Batch claim(String queue, Connection connection) {
 		Batch batch = new Batch();
-		ClaimCursor cursor = this.cursors.remove(queue);
-		if (cursor != null && cursor.dueForHead()) {
-			cursor = null;
-		}
+		ClaimCursors.Next next = this.cursors.next(queue);
+		ClaimCursor cursor = next.after();
 		batch.fromCursor = cursor != null;
-		boolean scanHeads = this.scarce.contains(queue);
 		ClaimCursor last = null;
-		NamedStatement<TransactionalClaim> statement = scanHeads
+		NamedStatement<TransactionalClaim> statement = next.scanHeads()
 				? ((cursor != null) ? this.scanningCursorClaimThenSavepoint : this.scanningClaimThenSavepoint)
 				: ((cursor != null) ? this.cursorClaimThenSavepoint : this.claimThenSavepoint);
 		TransactionalClaim parameters = new TransactionalClaim(queue,
@@ -496,21 +480,10 @@ final class TransactionalConsumption implements Consumption {
 		}
 		batch.claimed = batch.messages.size();
 		if (batch.claimed == this.batchSize) {
-			this.scarce.remove(queue);
-			this.cursors.put(queue, last.since((cursor != null) ? cursor.headClaimedAt() : System.nanoTime()));
+			this.cursors.full(queue, next, last);
 		}
 		else if (batch.windowEnd != null) {
-			// A claim that found heads through the group index and saw many groups goes back to
-			// walking: where heads are that many, a walk meets enough of them.
-			if (batch.groupsScanned >= QueueSql.SCARCE_GROUPS) {
-				this.scarce.remove(queue);
-			}
-			else {
-				this.scarce.add(queue);
-			}
-			// Not due for the head while windows end full of rows it cannot take: claims from the
-			// head would walk the same rows again and never reach the rest.
-			this.cursors.put(queue, batch.windowEnd.since(System.nanoTime()));
+			this.cursors.windowEnded(queue, batch.windowEnd, batch.groupsScanned);
 		}
 		return batch;
 	}

@@ -76,6 +76,14 @@ final class StatementConnections implements AutoCloseable {
 		}
 	}
 
+	/** Runs {@code statement}, one that returns no rows, with {@code parameters}: the rows it changed. */
+	static <P extends Record> int update(Connection connection, NamedStatement<P> statement, P parameters)
+			throws SQLException {
+		try (PreparedStatement ps = statement.prepare(connection, parameters)) {
+			return ps.executeUpdate();
+		}
+	}
+
 	/** The rows of {@code sql} on {@code connection}, by column name. */
 	static List<Map<String, Object>> query(Connection connection, String sql) throws SQLException {
 		try (Statement statement = connection.createStatement(); ResultSet rs = statement.executeQuery(sql)) {

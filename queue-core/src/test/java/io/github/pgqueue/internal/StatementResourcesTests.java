@@ -62,6 +62,23 @@ class StatementResourcesTests {
 		assertThat(missing).as("statements without a test method of their name").isEmpty();
 	}
 
+	/**
+	 * The claims' window is written into their text ({@code {batch} + 1000}); the poller's rules
+	 * (QueueSql.SCARCE_GROUPS) and tests derive from {@link QueueSql#CLAIM_WINDOW}: they must agree.
+	 */
+	@Test
+	void theClaimsWindowIsTheClaimWindowConstant() {
+		QueueSql sql = new QueueSql("pgqueue");
+		List<NamedStatement<?>> claims = List.of(sql.claimWalk, sql.claimWalkAfter, sql.claimScanningHeads,
+				sql.transactionalClaimWalk, sql.transactionalClaimWalkAfter, sql.transactionalClaimScanningHeads,
+				sql.transactionalClaimScanningHeadsAfter);
+		for (NamedStatement<?> claim : claims) {
+			String text = claim.variant(7, false).sql();
+			assertThat(text).as(claim.name()).contains("LIMIT 7 + " + QueueSql.CLAIM_WINDOW)
+				.doesNotContainPattern("\\+ (?!" + QueueSql.CLAIM_WINDOW + "\\b)\\d{3,}");
+		}
+	}
+
 	@Test
 	void namesAreUniquePerResource() {
 		for (String file : FILES) {

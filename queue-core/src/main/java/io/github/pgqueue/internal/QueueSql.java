@@ -58,7 +58,11 @@ public final class QueueSql {
 				"SET LOCAL enable_seqscan TO DEFAULT;\nSET LOCAL plan_cache_mode TO DEFAULT" + (after.isEmpty() ? "" : ";\n" + after));
 	}
 
-	/** How many candidates of one priority a claim looks at before it gives up on that priority. */
+	/**
+	 * How many candidates of one priority a claim looks at, beyond its batch, before it gives up on
+	 * that priority: written in the claims' text as {@code {batch} + 1000} (a test holds the two
+	 * together).
+	 */
 	public static final int CLAIM_WINDOW = 1000;
 
 	/**

@@ -3,6 +3,7 @@ package io.github.pgqueue.testing;
 import java.lang.reflect.Type;
 import java.time.Duration;
 import java.util.List;
+import java.util.function.Function;
 
 import javax.sql.DataSource;
 
@@ -56,6 +57,8 @@ public final class ListenerFixture implements AfterEachCallback {
 
 	private final int consumerSize;
 
+	private Function<DataSource, QueueTemplate> templateFactory = (app) -> QueueTemplate.builder(app).build();
+
 	private HikariDataSource app;
 
 	private HikariDataSource consumerPool;
@@ -91,6 +94,16 @@ public final class ListenerFixture implements AfterEachCallback {
 		return new ListenerFixture(null, 0, consumerName, consumerSize);
 	}
 
+	/**
+	 * Builds the {@link #template()} with {@code factory} from {@link #app()}, for a test that
+	 * needs a context of its own (a meter registry, an observation registry); the admin and the
+	 * registry work in that template's context.
+	 */
+	public ListenerFixture withTemplate(Function<DataSource, QueueTemplate> factory) {
+		this.templateFactory = factory;
+		return this;
+	}
+
 	/** The data source the template works on: the application's pool, or the shared one. */
 	public DataSource app() {
 		if (this.appName == null) {
@@ -110,10 +123,10 @@ public final class ListenerFixture implements AfterEachCallback {
 		return this.consumerPool;
 	}
 
-	/** A template with default settings on {@link #app()}. */
+	/** A template on {@link #app()}: with default settings, unless {@link #withTemplate} says otherwise. */
 	public QueueTemplate template() {
 		if (this.template == null) {
-			this.template = QueueTemplate.builder(app()).build();
+			this.template = this.templateFactory.apply(app());
 		}
 		return this.template;
 	}

@@ -55,7 +55,8 @@ class QueueAdminIntegrationTests {
 		this.admin.create(QueueDefinition.of("mail"));
 		AtomicInteger handled = new AtomicInteger();
 		// a minute between polls: only the notification of the resume brings the listener back on time
-		this.listeners.start(endpoint("mail", Integer.class, (message, ack) -> handled.incrementAndGet(), properties("mail").concurrency(2).pollInterval(Duration.ofSeconds(60))));
+		this.listeners.start(endpoint("mail", Integer.class, (message, ack) -> handled.incrementAndGet(),
+				properties("mail").concurrency(2).pollInterval(Duration.ofSeconds(60))));
 		this.template.sendBatch("mail", List.of(1, 2));
 		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 2);
 
@@ -79,7 +80,8 @@ class QueueAdminIntegrationTests {
 		this.admin.create(QueueDefinition.of("ledger"));
 		this.admin.pause("ledger");
 		AtomicInteger handled = new AtomicInteger();
-		this.listeners.start(endpoint("ledger", Integer.class, (message, ack) -> handled.incrementAndGet(), properties("ledger").pollInterval(Duration.ofMillis(100)).mode(ConsumptionMode.TRANSACTIONAL)));
+		this.listeners.start(endpoint("ledger", Integer.class, (message, ack) -> handled.incrementAndGet(),
+				properties("ledger").pollInterval(Duration.ofMillis(100)).mode(ConsumptionMode.TRANSACTIONAL)));
 		this.template.sendBatch("ledger", List.of(1, 2, 3));
 		Thread.sleep(700);
 		assertThat(handled.get()).isZero();

@@ -89,7 +89,8 @@ class DefaultIsolationIntegrationTests {
 	 */
 	private Map<Long, AtomicInteger> drain(String isolation, ConsumptionMode mode) {
 		this.jdbc.execute("ALTER DATABASE postgres SET default_transaction_isolation = '" + isolation + "'");
-		assertThat(new JdbcTemplate(this.listeners.consumerPool()).queryForObject("SHOW transaction_isolation", String.class))
+		assertThat(new JdbcTemplate(this.listeners.consumerPool())
+			.queryForObject("SHOW transaction_isolation", String.class))
 			.as("the default of a new connection").isEqualTo(isolation);
 		this.warnings.start();
 		this.warnings.addFilter(new ch.qos.logback.core.filter.Filter<>() {

@@ -119,7 +119,8 @@ class FifoGroupRemovalIntegrationTests {
 				assertThat(releaseA.await(30, TimeUnit.SECONDS)).isTrue();
 			}
 			log.add("end " + payload);
-		}, properties(queue).concurrency(2).mode(ConsumptionMode.TRANSACTIONAL).transactionTimeout(Duration.ofSeconds(60))));
+		}, properties(queue).concurrency(2).mode(ConsumptionMode.TRANSACTIONAL)
+			.transactionTimeout(Duration.ofSeconds(60))));
 		assertThat(aStarted.await(20, TimeUnit.SECONDS)).isTrue();
 		assertThat(this.template.cancel(queue, b)).isEqualTo(CancelResult.REMOVED);
 		// A message of another group, sent after the cancel: once the free poller has handled it, it
@@ -337,20 +338,19 @@ class FifoGroupRemovalIntegrationTests {
 		Set<Long> handled = ConcurrentHashMap.newKeySet();
 		AtomicInteger deliveries = new AtomicInteger();
 		AtomicInteger overlaps = new AtomicInteger();
-		for (String id : List.of("a", "b")) {
-			this.listeners.registry().registerListenerEndpoint(endpoint(queue + "-" + id, String.class, (message, ack) -> {
-				String group = (String) message.payload();
-				if (inFlight.computeIfAbsent(group, (k) -> new AtomicInteger()).incrementAndGet() > 1) {
-					overlaps.incrementAndGet();
-				}
-				order.computeIfAbsent(group, (k) -> new CopyOnWriteArrayList<>()).add(message.id());
-				handled.add(message.id());
-				deliveries.incrementAndGet();
-				Thread.sleep(10); // slower than the producer: a backlog builds up
-				inFlight.get(group).decrementAndGet();
-			}, properties(queue).concurrency(2).batchSize(5).mode(mode)));
-		}
-		this.listeners.registry().start();
+		QueueMessageListener listener = (message, ack) -> {
+			String group = (String) message.payload();
+			if (inFlight.computeIfAbsent(group, (k) -> new AtomicInteger()).incrementAndGet() > 1) {
+				overlaps.incrementAndGet();
+			}
+			order.computeIfAbsent(group, (k) -> new CopyOnWriteArrayList<>()).add(message.id());
+			handled.add(message.id());
+			deliveries.incrementAndGet();
+			Thread.sleep(10); // slower than the producer: a backlog builds up
+			inFlight.get(group).decrementAndGet();
+		};
+		this.listeners.start(endpoint(queue + "-a", String.class, listener, properties(queue).concurrency(2).batchSize(5).mode(mode)),
+				endpoint(queue + "-b", String.class, listener, properties(queue).concurrency(2).batchSize(5).mode(mode)));
 		Set<Long> sent = ConcurrentHashMap.newKeySet();
 		Set<Long> cancelled = ConcurrentHashMap.newKeySet();
 		AtomicLong purged = new AtomicLong();

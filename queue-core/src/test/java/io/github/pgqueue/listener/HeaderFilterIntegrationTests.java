@@ -85,7 +85,8 @@ class HeaderFilterIntegrationTests {
 				wrong.incrementAndGet();
 			}
 		};
-		this.listeners.registry().registerListenerEndpoint(endpoint(id, Integer.class, listener, properties(queue).concurrency(4).mode(mode).filter(filter)));
+		this.listeners.registry().registerListenerEndpoint(endpoint(id, Integer.class, listener,
+				properties(queue).concurrency(4).mode(mode).filter(filter)));
 	}
 
 	@ParameterizedTest
@@ -98,7 +99,8 @@ class HeaderFilterIntegrationTests {
 			mostLocks.accumulateAndGet(advisoryLocks(), Math::max);
 			messages.forEach((message) -> order.add((Integer) message.payload()));
 		};
-		this.listeners.start(batchEndpoint(queue, Integer.class, listener, properties(queue).mode(mode).filter("kind in ('x', 'y', 'z')")));
+		this.listeners.start(batchEndpoint(queue, Integer.class, listener,
+				properties(queue).mode(mode).filter("kind in ('x', 'y', 'z')")));
 		// Claims enough for the driver and the server to switch to a generic plan, which does not
 		// know the filter's size: with the filter in the lock's WHERE clause, that plan would lock first.
 		for (int i = 0; i < 12; i++) {

@@ -168,7 +168,11 @@ class ListenerRuntimeControlIntegrationTests {
 
 	private QueueListenerEndpoint endpoint(String id, String queue, int concurrency, boolean autoStartup,
 			QueueMessageListener listener, Duration pollInterval) {
-		return ListenerFixture.endpoint(id, Integer.class, listener, properties(queue).concurrency(concurrency).autoStartup(autoStartup).batchSize(5).pollInterval(pollInterval));
+		return ListenerFixture.endpoint(id, Integer.class, listener,
+				properties(queue).concurrency(concurrency)
+					.autoStartup(autoStartup)
+					.batchSize(5)
+					.pollInterval(pollInterval));
 	}
 
 }

@@ -82,13 +82,15 @@ class OnTimeDeliveryIntegrationTests {
 	}
 
 	private void listen(String queue, int concurrency, QueueMessageListener listener) {
-		this.listeners.start(endpoint(queue, Integer.class, listener, properties(queue).concurrency(concurrency).pollInterval(POLL_INTERVAL)));
+		this.listeners.start(endpoint(queue, Integer.class, listener,
+				properties(queue).concurrency(concurrency).pollInterval(POLL_INTERVAL)));
 	}
 
 	/** Waits until the pollers have made their first, empty claim and gone to sleep. */
 	private void awaitIdle() {
 		await().atMost(Duration.ofSeconds(10)).until(() -> this.listeners.registry().isListening()
-				&& this.listeners.registry().getListenerContainers().stream().allMatch(QueueListenerContainer::isConnected));
+				&& this.listeners.registry().getListenerContainers().stream()
+					.allMatch(QueueListenerContainer::isConnected));
 		await().pollDelay(Duration.ofMillis(300)).atMost(Duration.ofSeconds(1)).until(() -> true);
 	}
 

@@ -59,7 +59,8 @@ class QueueListenerContainerIntegrationTests {
 
 	private QueueListenerEndpoint endpoint(String id, String queue, int concurrency, AckMode ackMode,
 			QueueMessageListener listener) {
-		return ListenerFixture.endpoint(id, Integer.class, listener, properties(queue).concurrency(concurrency).ackMode(ackMode).pollInterval(Duration.ofMillis(200)));
+		return ListenerFixture.endpoint(id, Integer.class, listener,
+				properties(queue).concurrency(concurrency).ackMode(ackMode).pollInterval(Duration.ofMillis(200)));
 	}
 
 	@Test
@@ -182,7 +183,8 @@ class QueueListenerContainerIntegrationTests {
 	@Test
 	void notificationWakesAnIdleListenerLongBeforeItsPollInterval() throws Exception {
 		CountDownLatch received = new CountDownLatch(1);
-		this.listeners.start(ListenerFixture.endpoint("idle", Integer.class, (message, ack) -> received.countDown(), properties("idle").pollInterval(Duration.ofSeconds(30))));
+		this.listeners.start(ListenerFixture.endpoint("idle", Integer.class, (message, ack) -> received.countDown(),
+				properties("idle").pollInterval(Duration.ofSeconds(30))));
 		await().atMost(Duration.ofSeconds(5)).until(this.listeners.registry()::isListening);
 		// the poller's first, empty poll is over: it waits up to 30 s now
 		await().atMost(Duration.ofSeconds(30)).until(() -> Pollers.waiting("idle") == 1);

@@ -45,7 +45,8 @@ class RolledBackRemovalsIntegrationTests {
 
 	private final QueueAdmin admin = this.listeners.admin();
 
-	private final TransactionTemplate transactions = new TransactionTemplate(new JdbcTransactionManager(this.listeners.app()));
+	private final TransactionTemplate transactions = new TransactionTemplate(
+			new JdbcTransactionManager(this.listeners.app()));
 
 	@Test
 	void aRolledBackCancelPurgeOrRedriveIsNotAnAttemptOfATransactionalConsumer() {
@@ -74,7 +75,9 @@ class RolledBackRemovalsIntegrationTests {
 				Long.class)).as("rows whose lock marker names the rolled-back transaction").isEqualTo(4);
 
 		Map<Long, Integer> attempts = new ConcurrentHashMap<>();
-		this.listeners.start(endpoint("undone", Integer.class, (message, ack) -> attempts.put(message.id(), message.attempt()), properties(queues).mode(ConsumptionMode.TRANSACTIONAL)));
+		this.listeners.start(endpoint("undone", Integer.class,
+				(message, ack) -> attempts.put(message.id(), message.attempt()),
+				properties(queues).mode(ConsumptionMode.TRANSACTIONAL)));
 
 		await().atMost(Duration.ofSeconds(20)).until(() -> this.jdbc.queryForObject(
 				"SELECT count(*) FROM pgqueue.message WHERE queue = ANY (?::text[]) AND visible_at <= now()", Long.class,

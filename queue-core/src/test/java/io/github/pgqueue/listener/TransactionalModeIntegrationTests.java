@@ -269,7 +269,8 @@ class TransactionalModeIntegrationTests {
 			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
 		long id = this.template.send("slow", 1);
 		this.listeners.start(ListenerFixture.endpoint("slow", Integer.class, (message, ack) -> {
-			this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id(), message.attempt());
+			this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id(),
+					message.attempt());
 			if (message.attempt() == 1) {
 				Thread.sleep(700);
 			}
@@ -330,7 +331,8 @@ class TransactionalModeIntegrationTests {
 	@Test
 	void claimingAMessageThatIsNoLongerASuspectTakesNothingAndLeavesNoLock() {
 		long id = this.template.send("settled", 1);
-		try (io.github.pgqueue.internal.ConsumerSession session = ContextInternals.openSession(this.template.context(), this.listeners.consumerPool())) {
+		try (io.github.pgqueue.internal.ConsumerSession session = ContextInternals.openSession(this.template.context(),
+				this.listeners.consumerPool())) {
 			assertThat(session.claimSuspect("settled", id).messages()).isEmpty();
 			assertThat(advisoryLocks()).as("the lock is tried only on a row that is a suspect").isZero();
 		}
@@ -407,7 +409,8 @@ class TransactionalModeIntegrationTests {
 			assertThat(claimTransactionally(claimer, "locked-before", 10)).containsExactly(id);
 			claimer.rollback();
 		}
-		try (io.github.pgqueue.internal.ConsumerSession session = ContextInternals.openSession(this.template.context(), this.listeners.consumerPool())) {
+		try (io.github.pgqueue.internal.ConsumerSession session = ContextInternals.openSession(this.template.context(),
+				this.listeners.consumerPool())) {
 			assertThat(session.claim("locked-before", 10).messages()).as("and by a session consumer")
 				.extracting(io.github.pgqueue.internal.ClaimedMessage::id).containsExactly(id);
 		}

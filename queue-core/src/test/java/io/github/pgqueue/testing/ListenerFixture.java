@@ -26,7 +26,7 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * {@code @ExtendWith(PostgresExtension.class)}, which empties the tables before each test.
  * <p>
  * Everything is built on first use, so a test that never starts a listener opens no consumer
- * pool; after each test the registry is stopped, and the pools the fixture opened are closed, so
+ * pool, and a test that changes a database default first gets sessions that see it; after each test the registry is stopped, and the pools the fixture opened are closed, so
  * no poller or session of one test lives on into the next. The stop runs after the test class's
  * own {@code @AfterEach} methods.
  * <p>

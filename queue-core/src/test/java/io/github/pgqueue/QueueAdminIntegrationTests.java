@@ -6,7 +6,6 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 
-import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.ListenerFixture;
 import io.github.pgqueue.testing.PostgresExtension;
 import org.junit.jupiter.api.Test;
@@ -23,8 +22,6 @@ import static org.awaitility.Awaitility.await;
 /** Queue administration at runtime on a real PostgreSQL, with listeners running. */
 @ExtendWith(PostgresExtension.class)
 class QueueAdminIntegrationTests {
-
-	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
 
 	@RegisterExtension
 	final ListenerFixture listeners = ListenerFixture.consumers("admin-consumers", 8);

@@ -11,7 +11,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 
 import io.github.pgqueue.QueueTemplate;
-import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.ListenerFixture;
 import io.github.pgqueue.testing.PostgresExtension;
 import org.junit.jupiter.api.Test;
@@ -37,8 +36,6 @@ import static org.awaitility.Awaitility.await;
  */
 @ExtendWith(PostgresExtension.class)
 class ListenerRuntimeControlIntegrationTests {
-
-	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
 
 	@RegisterExtension
 	final ListenerFixture listeners = ListenerFixture.consumers("control", 12);

@@ -6,17 +6,15 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 
-import com.zaxxer.hikari.HikariDataSource;
-import io.github.pgqueue.listener.ContainerProperties;
-import io.github.pgqueue.listener.QueueListenerEndpoint;
-import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
-import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.ListenerFixture;
 import io.github.pgqueue.testing.PostgresExtension;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import static io.github.pgqueue.testing.Db.count;
+import static io.github.pgqueue.testing.ListenerFixture.endpoint;
+import static io.github.pgqueue.testing.ListenerFixture.properties;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
 import static org.awaitility.Awaitility.await;
@@ -25,22 +23,12 @@ import static org.awaitility.Awaitility.await;
 @ExtendWith(PostgresExtension.class)
 class QueueAdminIntegrationTests {
 
-	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
+	@RegisterExtension
+	final ListenerFixture listeners = ListenerFixture.consumers("admin-consumers", 8);
 
-	private final QueueTemplate template = QueueTemplate.builder(this.postgres.dataSource()).build();
+	private final QueueTemplate template = this.listeners.template();
 
-	private final QueueAdmin admin = new QueueAdmin(this.template.context());
-
-	private final HikariDataSource consumerPool = this.postgres.pool("admin-consumers", 8);
-
-	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
-			this.consumerPool, Duration.ofSeconds(5));
-
-	@AfterEach
-	void stop() {
-		this.registry.stop();
-		this.consumerPool.close();
-	}
+	private final QueueAdmin admin = this.listeners.admin();
 
 	@Test
 	void queuesAreCreatedAlteredAndListedWithTheirStats() {
@@ -64,14 +52,8 @@ class QueueAdminIntegrationTests {
 		this.admin.create(QueueDefinition.of("mail"));
 		AtomicInteger handled = new AtomicInteger();
 		// a minute between polls: only the notification of the resume brings the listener back on time
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("mail")
-				.listener(Integer.class, (message, ack) -> handled.incrementAndGet())
-				.containerProperties(ContainerProperties.builder(List.of("mail"))
-					.concurrency(2)
-					.pollInterval(Duration.ofSeconds(60))
-					.build())
-				.build());
-		this.registry.start();
+		this.listeners.start(endpoint("mail", Integer.class, (message, ack) -> handled.incrementAndGet(),
+				properties("mail").concurrency(2).pollInterval(Duration.ofSeconds(60))));
 		this.template.sendBatch("mail", List.of(1, 2));
 		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 2);
 
@@ -95,14 +77,8 @@ class QueueAdminIntegrationTests {
 		this.admin.create(QueueDefinition.of("ledger"));
 		this.admin.pause("ledger");
 		AtomicInteger handled = new AtomicInteger();
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("ledger")
-				.listener(Integer.class, (message, ack) -> handled.incrementAndGet())
-				.containerProperties(ContainerProperties.builder(List.of("ledger"))
-					.pollInterval(Duration.ofMillis(100))
-					.mode(ConsumptionMode.TRANSACTIONAL)
-					.build())
-				.build());
-		this.registry.start();
+		this.listeners.start(endpoint("ledger", Integer.class, (message, ack) -> handled.incrementAndGet(),
+				properties("ledger").pollInterval(Duration.ofMillis(100)).mode(ConsumptionMode.TRANSACTIONAL)));
 		this.template.sendBatch("ledger", List.of(1, 2, 3));
 		Thread.sleep(700);
 		assertThat(handled.get()).isZero();
@@ -130,17 +106,10 @@ class QueueAdminIntegrationTests {
 	void aPurgeWhileListenersConsumeNeitherLosesTrackNorDeliversAMessageTwice() {
 		this.admin.create(QueueDefinition.of("busy"));
 		java.util.Map<Long, AtomicInteger> handled = new java.util.concurrent.ConcurrentHashMap<>();
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("busy")
-				.listener(Integer.class, (message, ack) -> {
-					handled.computeIfAbsent(message.id(), (id) -> new AtomicInteger()).incrementAndGet();
-					Thread.sleep(1);
-				})
-				.containerProperties(ContainerProperties.builder(List.of("busy"))
-					.concurrency(3)
-					.pollInterval(Duration.ofMillis(100))
-					.build())
-				.build());
-		this.registry.start();
+		this.listeners.start(endpoint("busy", Integer.class, (message, ack) -> {
+			handled.computeIfAbsent(message.id(), (id) -> new AtomicInteger()).incrementAndGet();
+			Thread.sleep(1);
+		}, properties("busy").concurrency(3).pollInterval(Duration.ofMillis(100))));
 		List<Long> ids = this.template.sendBatch("busy", IntStream.range(0, 3000).boxed().toList());
 		await().atMost(Duration.ofSeconds(10)).until(() -> handled.size() > 100);
 		long purged = this.admin.purge("busy", QueueAdmin.Purge.ALL);

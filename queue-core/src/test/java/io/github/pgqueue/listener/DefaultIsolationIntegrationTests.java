@@ -11,15 +11,15 @@ import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
-import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.ConsumptionMode;
-import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.ListenerFixture;
 import io.github.pgqueue.testing.PostgresExtension;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.slf4j.LoggerFactory;
@@ -27,6 +27,8 @@ import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 import static io.github.pgqueue.testing.Db.count;
+import static io.github.pgqueue.testing.ListenerFixture.endpoint;
+import static io.github.pgqueue.testing.ListenerFixture.properties;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -50,29 +52,14 @@ class DefaultIsolationIntegrationTests {
 
 	private final Logger pgqueueLogger = (Logger) LoggerFactory.getLogger("io.github.pgqueue");
 
-	private HikariDataSource app;
-
-	private HikariDataSource consumerPool;
-
-	private QueueListenerEndpointRegistry registry;
+	/** Its pools open on first use: after the test has set the database's default isolation. */
+	@RegisterExtension
+	final ListenerFixture listeners = ListenerFixture.pools("iso-app", 8, "iso-consumers", 8);
 
 	@AfterEach
 	void restore() {
-		try {
-			if (this.registry != null) {
-				this.registry.stop();
-			}
-			if (this.consumerPool != null) {
-				this.consumerPool.close();
-			}
-			if (this.app != null) {
-				this.app.close();
-			}
-		}
-		finally {
-			this.pgqueueLogger.detachAppender(this.warnings);
-			this.jdbc.execute("ALTER DATABASE postgres RESET default_transaction_isolation");
-		}
+		this.pgqueueLogger.detachAppender(this.warnings);
+		this.jdbc.execute("ALTER DATABASE postgres RESET default_transaction_isolation");
 	}
 
 	@ParameterizedTest
@@ -102,9 +89,8 @@ class DefaultIsolationIntegrationTests {
 	 */
 	private Map<Long, AtomicInteger> drain(String isolation, ConsumptionMode mode) {
 		this.jdbc.execute("ALTER DATABASE postgres SET default_transaction_isolation = '" + isolation + "'");
-		this.app = this.postgres.pool("iso-app", 8);
-		this.consumerPool = this.postgres.pool("iso-consumers", 8);
-		assertThat(new JdbcTemplate(this.consumerPool).queryForObject("SHOW transaction_isolation", String.class))
+		assertThat(new JdbcTemplate(this.listeners.consumerPool())
+			.queryForObject("SHOW transaction_isolation", String.class))
 			.as("the default of a new connection").isEqualTo(isolation);
 		this.warnings.start();
 		this.warnings.addFilter(new ch.qos.logback.core.filter.Filter<>() {
@@ -116,26 +102,18 @@ class DefaultIsolationIntegrationTests {
 		});
 		this.pgqueueLogger.addAppender(this.warnings);
 
-		QueueTemplate template = QueueTemplate.builder(this.app).build();
-		new QueueAdmin(template.context()).declare(QueueDefinition.of("iso").withMaxAttempts(1));
+		QueueTemplate template = this.listeners.template();
+		this.listeners.admin().declare(QueueDefinition.of("iso").withMaxAttempts(1));
 		List<Integer> payloads = IntStream.range(0, TOTAL).boxed().toList();
 		for (int i = 0; i < TOTAL; i += 1000) {
 			template.sendBatch("iso", payloads.subList(i, i + 1000));
 		}
 		Map<Long, AtomicInteger> runs = new ConcurrentHashMap<>();
-		this.registry = new QueueListenerEndpointRegistry(template.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("iso")
-				.listener(Integer.class, (message, ack) -> runs.computeIfAbsent(message.id(), (id) -> new AtomicInteger())
-					.incrementAndGet())
-				.containerProperties(ContainerProperties.builder(List.of("iso"))
-					.concurrency(4)
-					.pollInterval(Duration.ofMillis(50))
-					.mode(mode)
-					.build())
-				.build());
-		this.registry.start();
+		this.listeners.start(endpoint("iso", Integer.class,
+				(message, ack) -> runs.computeIfAbsent(message.id(), (id) -> new AtomicInteger()).incrementAndGet(),
+				properties("iso").concurrency(4).mode(mode)));
 		await().atMost(Duration.ofSeconds(120)).until(() -> count("iso") == 0);
-		this.registry.stop();
+		this.listeners.stop();
 		return runs;
 	}
 

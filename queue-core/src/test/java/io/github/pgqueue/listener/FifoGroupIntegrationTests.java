@@ -18,7 +18,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 
-import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.ContextInternals;
 import io.github.pgqueue.QueueAdmin;
@@ -29,17 +28,20 @@ import io.github.pgqueue.internal.ClaimedMessage;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.ListenerFixture;
 import io.github.pgqueue.testing.PostgresExtension;
 import io.github.pgqueue.testing.TransactionalClaims;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
 import static io.github.pgqueue.testing.Db.count;
+import static io.github.pgqueue.testing.ListenerFixture.endpoint;
+import static io.github.pgqueue.testing.ListenerFixture.properties;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -54,24 +56,12 @@ class FifoGroupIntegrationTests {
 
 	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
 
-	private final HikariDataSource app = this.postgres.pool("fifo-app", 16);
+	@RegisterExtension
+	final ListenerFixture listeners = ListenerFixture.pools("fifo-app", 16, "fifo-consumers", 16);
 
-	private final HikariDataSource consumerPool = this.postgres.pool("fifo-consumers", 16);
+	private final QueueTemplate template = this.listeners.template();
 
-	private final QueueTemplate template = QueueTemplate.builder(this.app).build();
-
-	private final QueueAdmin admin = new QueueAdmin(this.template.context());
-
-	private QueueListenerEndpointRegistry registry;
-
-	@AfterEach
-	void stop() {
-		if (this.registry != null) {
-			this.registry.stop();
-		}
-		this.consumerPool.close();
-		this.app.close();
-	}
+	private final QueueAdmin admin = this.listeners.admin();
 
 	/** A message of the test: who sent it, its number among that producer's sends to the group. */
 	record Step(int producer, String group, int n) {
@@ -117,18 +107,8 @@ class FifoGroupIntegrationTests {
 			Thread.sleep(1);
 			inFlight.get(step.group()).decrementAndGet();
 		};
-		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		for (String id : List.of("a", "b")) {
-			this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue + "-" + id)
-					.listener(Step.class, listener)
-					.containerProperties(ContainerProperties.builder(List.of(queue))
-						.concurrency(4)
-						.pollInterval(Duration.ofMillis(50))
-						.mode(mode)
-						.build())
-					.build());
-		}
-		this.registry.start();
+		this.listeners.start(endpoint(queue + "-a", Step.class, listener, properties(queue).concurrency(4).mode(mode)),
+				endpoint(queue + "-b", Step.class, listener, properties(queue).concurrency(4).mode(mode)));
 		for (Future<?> future : sent) {
 			future.get(60, TimeUnit.SECONDS);
 		}
@@ -161,22 +141,13 @@ class FifoGroupIntegrationTests {
 		}
 		List<String> handled = new CopyOnWriteArrayList<>();
 		AtomicInteger failures = new AtomicInteger();
-		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
-				.listener(String.class, (message, ack) -> {
-					String payload = (String) message.payload();
-					if (payload.equals("bad-0") && failures.incrementAndGet() <= 2) {
-						throw new IllegalStateException("not yet");
-					}
-					handled.add(payload);
-				})
-				.containerProperties(ContainerProperties.builder(List.of(queue))
-					.concurrency(3)
-					.pollInterval(Duration.ofMillis(50))
-					.mode(mode)
-					.build())
-				.build());
-		this.registry.start();
+		this.listeners.start(endpoint(queue, String.class, (message, ack) -> {
+			String payload = (String) message.payload();
+			if (payload.equals("bad-0") && failures.incrementAndGet() <= 2) {
+				throw new IllegalStateException("not yet");
+			}
+			handled.add(payload);
+		}, properties(queue).concurrency(3).mode(mode)));
 
 		await().atMost(Duration.ofSeconds(20)).until(() -> handled.size() == 10);
 		assertThat(handled.stream().filter((p) -> p.startsWith("bad")).toList())
@@ -253,22 +224,13 @@ class FifoGroupIntegrationTests {
 	/** Starts a listener of {@code queue} that records every payload and fails the walls' messages. */
 	private List<String> listenFailingOnWalls(String queue, int concurrency, ConsumptionMode mode) {
 		List<String> handled = new CopyOnWriteArrayList<>();
-		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
-				.listener(String.class, (message, ack) -> {
-					String payload = (String) message.payload();
-					handled.add(payload);
-					if (payload.startsWith("wall")) {
-						throw new IllegalStateException("a wall's head fails");
-					}
-				})
-				.containerProperties(ContainerProperties.builder(List.of(queue))
-					.concurrency(concurrency)
-					.pollInterval(Duration.ofSeconds(30))
-					.mode(mode)
-					.build())
-				.build());
-		this.registry.start();
+		this.listeners.start(endpoint(queue, String.class, (message, ack) -> {
+			String payload = (String) message.payload();
+			handled.add(payload);
+			if (payload.startsWith("wall")) {
+				throw new IllegalStateException("a wall's head fails");
+			}
+		}, properties(queue).concurrency(concurrency).pollInterval(Duration.ofSeconds(30)).mode(mode)));
 		return handled;
 	}
 
@@ -299,27 +261,18 @@ class FifoGroupIntegrationTests {
 		Map<String, List<Long>> order = new ConcurrentHashMap<>();
 		AtomicInteger overlaps = new AtomicInteger();
 		AtomicInteger handled = new AtomicInteger();
-		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
-				.listener(String.class, (message, ack) -> {
-					String group = ((String) message.payload()).substring(0, 2);
-					if (inFlight.computeIfAbsent(group, (k) -> new AtomicInteger()).incrementAndGet() > 1) {
-						overlaps.incrementAndGet();
-					}
-					order.computeIfAbsent(group, (k) -> new CopyOnWriteArrayList<>()).add(message.id());
-					inFlight.get(group).decrementAndGet();
-					handled.incrementAndGet();
-				})
-				.containerProperties(ContainerProperties.builder(List.of(queue))
-					.concurrency(2)
-					.pollInterval(Duration.ofSeconds(30))
-					.mode(mode)
-					.build())
-				.build());
-		this.registry.start();
+		this.listeners.start(endpoint(queue, String.class, (message, ack) -> {
+			String group = ((String) message.payload()).substring(0, 2);
+			if (inFlight.computeIfAbsent(group, (k) -> new AtomicInteger()).incrementAndGet() > 1) {
+				overlaps.incrementAndGet();
+			}
+			order.computeIfAbsent(group, (k) -> new CopyOnWriteArrayList<>()).add(message.id());
+			inFlight.get(group).decrementAndGet();
+			handled.incrementAndGet();
+		}, properties(queue).concurrency(2).pollInterval(Duration.ofSeconds(30)).mode(mode)));
 
 		await().atMost(Duration.ofSeconds(30)).until(() -> handled.get() >= 1500);
-		this.registry.stop();
+		this.listeners.stop();
 		assertThat(overlaps.get()).as("two messages of one group in flight at once").isZero();
 		assertThat(order).as("every group flows").containsOnlyKeys("g0", "g1", "g2");
 		order.forEach((group, ids) -> assertThat(ids).as("group %s in id order", group).isSorted()
@@ -403,7 +356,7 @@ class FifoGroupIntegrationTests {
 		long first = this.template.send(queue, 0, group);
 		long second;
 		long third;
-		try (Connection sender = this.app.getConnection()) {
+		try (Connection sender = this.listeners.app().getConnection()) {
 			sender.setAutoCommit(false);
 			sender.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
 			try (Statement statement = sender.createStatement()) {
@@ -439,7 +392,7 @@ class FifoGroupIntegrationTests {
 				return ids;
 			}
 		}
-		try (Connection connection = this.app.getConnection()) {
+		try (Connection connection = this.listeners.app().getConnection()) {
 			connection.setAutoCommit(false);
 			List<Long> ids = new ArrayList<>();
 			try {

@@ -28,22 +28,26 @@ import io.github.pgqueue.Lease;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueTemplate;
-import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.internal.ClaimedMessage;
 import io.github.pgqueue.internal.ConsumerSession;
+import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.ListenerFixture;
 import io.github.pgqueue.testing.PostgresExtension;
 import io.github.pgqueue.testing.TransactionalClaims;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
 import static io.github.pgqueue.testing.Db.count;
+import static io.github.pgqueue.testing.ListenerFixture.endpoint;
+import static io.github.pgqueue.testing.ListenerFixture.properties;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
@@ -62,27 +66,19 @@ class FifoGroupRemovalIntegrationTests {
 
 	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
 
-	private final HikariDataSource app = this.postgres.pool("fifo-removal-app", 8);
+	@RegisterExtension
+	final ListenerFixture listeners = ListenerFixture.pools("fifo-removal-app", 8, "fifo-removal-consumers", 8);
 
 	/** Sessions whose waits a test looks for in pg_stat_activity. */
 	private final HikariDataSource remover = this.postgres.pool("fifo-remover", 2);
 
-	private final HikariDataSource consumerPool = this.postgres.pool("fifo-removal-consumers", 8);
+	private final QueueTemplate template = this.listeners.template();
 
-	private final QueueTemplate template = QueueTemplate.builder(this.app).build();
-
-	private final QueueAdmin admin = new QueueAdmin(this.template.context());
-
-	private QueueListenerEndpointRegistry registry;
+	private final QueueAdmin admin = this.listeners.admin();
 
 	@AfterEach
-	void stop() {
-		if (this.registry != null) {
-			this.registry.stop();
-		}
-		this.consumerPool.close();
+	void closeRemover() {
 		this.remover.close();
-		this.app.close();
 	}
 
 	@ParameterizedTest
@@ -115,25 +111,16 @@ class FifoGroupRemovalIntegrationTests {
 		List<String> log = new CopyOnWriteArrayList<>();
 		CountDownLatch aStarted = new CountDownLatch(1);
 		CountDownLatch releaseA = new CountDownLatch(1);
-		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
-				.listener(String.class, (message, ack) -> {
-					String payload = (String) message.payload();
-					log.add("start " + payload);
-					if (payload.equals("a")) {
-						aStarted.countDown();
-						assertThat(releaseA.await(30, TimeUnit.SECONDS)).isTrue();
-					}
-					log.add("end " + payload);
-				})
-				.containerProperties(ContainerProperties.builder(List.of(queue))
-					.concurrency(2)
-					.pollInterval(Duration.ofMillis(50))
-					.mode(ConsumptionMode.TRANSACTIONAL)
-					.transactionTimeout(Duration.ofSeconds(60))
-					.build())
-				.build());
-		this.registry.start();
+		this.listeners.start(endpoint(queue, String.class, (message, ack) -> {
+			String payload = (String) message.payload();
+			log.add("start " + payload);
+			if (payload.equals("a")) {
+				aStarted.countDown();
+				assertThat(releaseA.await(30, TimeUnit.SECONDS)).isTrue();
+			}
+			log.add("end " + payload);
+		}, properties(queue).concurrency(2).mode(ConsumptionMode.TRANSACTIONAL)
+			.transactionTimeout(Duration.ofSeconds(60))));
 		assertThat(aStarted.await(20, TimeUnit.SECONDS)).isTrue();
 		assertThat(this.template.cancel(queue, b)).isEqualTo(CancelResult.REMOVED);
 		// A message of another group, sent after the cancel: once the free poller has handled it, it
@@ -182,7 +169,7 @@ class FifoGroupRemovalIntegrationTests {
 		this.template.send(queue, "b", GROUP);
 		QueueAdmin admin = new QueueAdmin(QueueContext.of(this.remover));
 		try (Lease<String> head = this.template.receive(queue, String.class).orElseThrow();
-				Connection sender = this.app.getConnection()) {
+				Connection sender = this.listeners.app().getConnection()) {
 			sender.setAutoCommit(false);
 			long c = insert(sender, queue, "c", Duration.ofMillis(300));
 			CompletableFuture<Long> purge = CompletableFuture.supplyAsync(() -> admin.purge(queue, QueueAdmin.Purge.READY));
@@ -207,7 +194,7 @@ class FifoGroupRemovalIntegrationTests {
 		QueueTemplate cancelling = QueueTemplate.builder(this.remover).build();
 		long c;
 		try (Lease<String> head = this.template.receive(queue, String.class).orElseThrow();
-				Connection sender = this.app.getConnection()) {
+				Connection sender = this.listeners.app().getConnection()) {
 			sender.setAutoCommit(false);
 			c = insert(sender, queue, "c", Duration.ZERO);
 			CompletableFuture<CancelResult> cancel = CompletableFuture.supplyAsync(() -> cancelling.cancel(queue, b));
@@ -232,7 +219,7 @@ class FifoGroupRemovalIntegrationTests {
 		long a = this.template.send(queue, "a", GROUP);
 		long b = this.template.send(queue, "b", GROUP);
 		try (Lease<String> head = this.template.receive(queue, String.class).orElseThrow();
-				Connection sender = this.app.getConnection()) {
+				Connection sender = this.listeners.app().getConnection()) {
 			sender.setAutoCommit(false);
 			sender.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
 			try (Statement statement = sender.createStatement()) {
@@ -258,7 +245,7 @@ class FifoGroupRemovalIntegrationTests {
 		String queue = "rr-cancel";
 		long grouped = this.template.send(queue, "a", GROUP);
 		long plain = this.template.send(queue, "b");
-		try (Connection connection = this.app.getConnection()) {
+		try (Connection connection = this.listeners.app().getConnection()) {
 			connection.setAutoCommit(false);
 			connection.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
 			try (PreparedStatement cancel = connection.prepareStatement(ContextInternals.sql(this.template.context()).cancel.sql())) {
@@ -351,29 +338,19 @@ class FifoGroupRemovalIntegrationTests {
 		Set<Long> handled = ConcurrentHashMap.newKeySet();
 		AtomicInteger deliveries = new AtomicInteger();
 		AtomicInteger overlaps = new AtomicInteger();
-		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		for (String id : List.of("a", "b")) {
-			this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue + "-" + id)
-					.listener(String.class, (message, ack) -> {
-						String group = (String) message.payload();
-						if (inFlight.computeIfAbsent(group, (k) -> new AtomicInteger()).incrementAndGet() > 1) {
-							overlaps.incrementAndGet();
-						}
-						order.computeIfAbsent(group, (k) -> new CopyOnWriteArrayList<>()).add(message.id());
-						handled.add(message.id());
-						deliveries.incrementAndGet();
-						Thread.sleep(10); // slower than the producer: a backlog builds up
-						inFlight.get(group).decrementAndGet();
-					})
-					.containerProperties(ContainerProperties.builder(List.of(queue))
-						.concurrency(2)
-						.batchSize(5)
-						.pollInterval(Duration.ofMillis(50))
-						.mode(mode)
-						.build())
-					.build());
-		}
-		this.registry.start();
+		QueueMessageListener listener = (message, ack) -> {
+			String group = (String) message.payload();
+			if (inFlight.computeIfAbsent(group, (k) -> new AtomicInteger()).incrementAndGet() > 1) {
+				overlaps.incrementAndGet();
+			}
+			order.computeIfAbsent(group, (k) -> new CopyOnWriteArrayList<>()).add(message.id());
+			handled.add(message.id());
+			deliveries.incrementAndGet();
+			Thread.sleep(10); // slower than the producer: a backlog builds up
+			inFlight.get(group).decrementAndGet();
+		};
+		this.listeners.start(endpoint(queue + "-a", String.class, listener, properties(queue).concurrency(2).batchSize(5).mode(mode)),
+				endpoint(queue + "-b", String.class, listener, properties(queue).concurrency(2).batchSize(5).mode(mode)));
 		Set<Long> sent = ConcurrentHashMap.newKeySet();
 		Set<Long> cancelled = ConcurrentHashMap.newKeySet();
 		AtomicLong purged = new AtomicLong();
@@ -451,7 +428,7 @@ class FifoGroupRemovalIntegrationTests {
 				return ids;
 			}
 		}
-		try (Connection connection = this.app.getConnection()) {
+		try (Connection connection = this.listeners.app().getConnection()) {
 			connection.setAutoCommit(false);
 			try {
 				return TransactionalClaims.claim(this.template, connection, queue, 10)

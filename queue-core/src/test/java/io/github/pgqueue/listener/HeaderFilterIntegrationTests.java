@@ -7,21 +7,24 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.ListenerFixture;
 import io.github.pgqueue.testing.PostgresExtension;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
 import static io.github.pgqueue.testing.Db.count;
+import static io.github.pgqueue.testing.ListenerFixture.batchEndpoint;
+import static io.github.pgqueue.testing.ListenerFixture.endpoint;
+import static io.github.pgqueue.testing.ListenerFixture.properties;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 import static org.awaitility.Awaitility.await;
@@ -37,22 +40,10 @@ class HeaderFilterIntegrationTests {
 
 	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
 
-	private final HikariDataSource app = this.postgres.pool("filter-app", 8);
+	@RegisterExtension
+	final ListenerFixture listeners = ListenerFixture.pools("filter-app", 8, "filter-consumers", 16);
 
-	private final HikariDataSource consumerPool = this.postgres.pool("filter-consumers", 16);
-
-	private final QueueTemplate template = QueueTemplate.builder(this.app).build();
-
-	private QueueListenerEndpointRegistry registry;
-
-	@AfterEach
-	void stop() {
-		if (this.registry != null) {
-			this.registry.stop();
-		}
-		this.consumerPool.close();
-		this.app.close();
-	}
+	private final QueueTemplate template = this.listeners.template();
 
 	@ParameterizedTest
 	@EnumSource(ConsumptionMode.class)
@@ -65,10 +56,9 @@ class HeaderFilterIntegrationTests {
 		Map<Long, String> handledBy = new ConcurrentHashMap<>();
 		AtomicInteger duplicates = new AtomicInteger();
 		AtomicInteger wrong = new AtomicInteger();
-		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
 		register(queue, "kind = 'a'", mode, List.of("a"), handledBy, duplicates, wrong);
 		register(queue, "kind in ('b', 'c')", mode, List.of("b", "c"), handledBy, duplicates, wrong);
-		this.registry.start();
+		this.listeners.registry().start();
 
 		await().atMost(Duration.ofSeconds(60)).until(() -> handledBy.size() >= 600 && count(queue) == 200);
 		assertThat(duplicates).hasValue(0);
@@ -80,7 +70,7 @@ class HeaderFilterIntegrationTests {
 				SELECT count(*) FROM pgqueue.message
 				 WHERE queue = ? AND (attempts <> 0 OR claim_open OR last_error IS NOT NULL OR claimed_at IS NOT NULL)""",
 				Integer.class, queue)).as("rejected messages written").isZero();
-		this.registry.stop();
+		this.listeners.stop();
 		assertThat(advisoryLocks()).isZero();
 	}
 
@@ -95,15 +85,8 @@ class HeaderFilterIntegrationTests {
 				wrong.incrementAndGet();
 			}
 		};
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(id)
-				.listener(Integer.class, listener)
-				.containerProperties(ContainerProperties.builder(List.of(queue))
-					.concurrency(4)
-					.pollInterval(Duration.ofMillis(50))
-					.mode(mode)
-					.filter(filter)
-					.build())
-				.build());
+		this.listeners.registry().registerListenerEndpoint(endpoint(id, Integer.class, listener,
+				properties(queue).concurrency(4).mode(mode).filter(filter)));
 	}
 
 	@ParameterizedTest
@@ -116,16 +99,8 @@ class HeaderFilterIntegrationTests {
 			mostLocks.accumulateAndGet(advisoryLocks(), Math::max);
 			messages.forEach((message) -> order.add((Integer) message.payload()));
 		};
-		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
-				.batchListener(Integer.class, listener)
-				.containerProperties(ContainerProperties.builder(List.of(queue))
-					.pollInterval(Duration.ofMillis(50))
-					.mode(mode)
-					.filter("kind in ('x', 'y', 'z')")
-					.build())
-				.build());
-		this.registry.start();
+		this.listeners.start(batchEndpoint(queue, Integer.class, listener,
+				properties(queue).mode(mode).filter("kind in ('x', 'y', 'z')")));
 		// Claims enough for the driver and the server to switch to a generic plan, which does not
 		// know the filter's size: with the filter in the lock's WHERE clause, that plan would lock first.
 		for (int i = 0; i < 12; i++) {
@@ -150,7 +125,7 @@ class HeaderFilterIntegrationTests {
 		assertThat(order).containsExactly(1, 2, 3);
 		assertThat(mostLocks.get()).as("advisory locks while the batch ran").isEqualTo(3);
 		assertThat(count(queue)).isEqualTo(52);
-		this.registry.stop();
+		this.listeners.stop();
 		assertThat(this.jdbc.queryForObject(
 				"SELECT count(*) FROM pgqueue.message WHERE queue = ? AND (attempts <> 0 OR claim_open)", Integer.class,
 				queue)).isZero();

@@ -10,21 +10,22 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 
-import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.QueueTemplate;
-import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.ListenerFixture;
 import io.github.pgqueue.testing.PostgresExtension;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledForJreRange;
 import org.junit.jupiter.api.condition.JRE;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.core.task.SimpleAsyncTaskExecutor;
 
 import static io.github.pgqueue.testing.Db.advisoryLocks;
 import static io.github.pgqueue.testing.Db.count;
 import static io.github.pgqueue.testing.Db.queueOf;
+import static io.github.pgqueue.testing.ListenerFixture.endpoint;
+import static io.github.pgqueue.testing.ListenerFixture.properties;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
 import static org.awaitility.Awaitility.await;
@@ -36,33 +37,22 @@ import static org.awaitility.Awaitility.await;
 @ExtendWith(PostgresExtension.class)
 class ListenerRuntimeControlIntegrationTests {
 
-	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
+	@RegisterExtension
+	final ListenerFixture listeners = ListenerFixture.consumers("control", 12);
 
-	private final QueueTemplate template = QueueTemplate.builder(this.postgres.dataSource()).build();
-
-	private final HikariDataSource consumerPool = this.postgres.pool("control", 12);
-
-	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
-			this.consumerPool, Duration.ofSeconds(5));
-
-	@AfterEach
-	void stop() {
-		this.registry.stop();
-		this.consumerPool.close();
-	}
+	private final QueueTemplate template = this.listeners.template();
 
 	@Test
 	void aPausedListenerFinishesItsBatchThenClaimsNothingUntilResumed() throws Exception {
 		Map<Long, AtomicInteger> seen = new ConcurrentHashMap<>();
 		CountDownLatch inHandler = new CountDownLatch(1);
 		CountDownLatch release = new CountDownLatch(1);
-		this.registry.registerListenerEndpoint(endpoint("paused", "paused", 3, true, (message, ack) -> {
+		this.listeners.start(endpoint("paused", "paused", 3, true, (message, ack) -> {
 			seen.computeIfAbsent(message.id(), (id) -> new AtomicInteger()).incrementAndGet();
 			inHandler.countDown();
 			release.await(10, TimeUnit.SECONDS);
 		}));
-		this.registry.start();
-		QueueListenerContainer container = this.registry.getListenerContainer("paused");
+		QueueListenerContainer container = this.listeners.registry().getListenerContainer("paused");
 		this.template.sendBatch("paused", IntStream.range(0, 30).boxed().toList());
 		assertThat(inHandler.await(10, TimeUnit.SECONDS)).isTrue();
 
@@ -88,14 +78,13 @@ class ListenerRuntimeControlIntegrationTests {
 	@Test
 	void aListenerThatDoesNotStartWithTheApplicationStartsLaterAndIsWokenByNotifications() {
 		AtomicInteger handled = new AtomicInteger();
-		this.registry.registerListenerEndpoint(endpoint("late", "late", 2, false, (message, ack) -> handled.incrementAndGet(),
+		this.listeners.start(endpoint("late", "late", 2, false, (message, ack) -> handled.incrementAndGet(),
 				Duration.ofSeconds(60)));
-		this.registry.start();
 		this.template.send("late", 1);
-		assertThat(this.registry.getListenerContainer("late").isRunning()).isFalse();
-		assertThat(this.registry.getListenerContainerIds()).containsExactly("late");
+		assertThat(this.listeners.registry().getListenerContainer("late").isRunning()).isFalse();
+		assertThat(this.listeners.registry().getListenerContainerIds()).containsExactly("late");
 
-		this.registry.getListenerContainer("late").start();
+		this.listeners.registry().getListenerContainer("late").start();
 		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 1);
 		this.template.send("late", 2); // the poll interval is a minute: only a notification brings it on time
 		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 2);
@@ -106,13 +95,12 @@ class ListenerRuntimeControlIntegrationTests {
 	void stoppingAListenerLetsItsRunningHandlerFinishAndStartingItAgainResumesConsumption() throws Exception {
 		Map<Long, AtomicInteger> seen = new ConcurrentHashMap<>();
 		CountDownLatch inHandler = new CountDownLatch(1);
-		this.registry.registerListenerEndpoint(endpoint("restart", "restart", 1, true, (message, ack) -> {
+		this.listeners.start(endpoint("restart", "restart", 1, true, (message, ack) -> {
 			seen.computeIfAbsent(message.id(), (id) -> new AtomicInteger()).incrementAndGet();
 			inHandler.countDown();
 			Thread.sleep(300);
 		}));
-		this.registry.start();
-		QueueListenerContainer container = this.registry.getListenerContainer("restart");
+		QueueListenerContainer container = this.listeners.registry().getListenerContainer("restart");
 		long first = this.template.send("restart", 1);
 		assertThat(inHandler.await(10, TimeUnit.SECONDS)).isTrue();
 
@@ -134,28 +122,26 @@ class ListenerRuntimeControlIntegrationTests {
 		Set<String> threads = ConcurrentHashMap.newKeySet();
 		SimpleAsyncTaskExecutor executor = new SimpleAsyncTaskExecutor("app-pool-");
 		executor.setDaemon(true);
-		this.registry.setContainerCustomizer((container) -> container.setTaskExecutor(executor));
-		this.registry.registerListenerEndpoint(endpoint("custom", "custom", 2, true,
+		this.listeners.registry().setContainerCustomizer((container) -> container.setTaskExecutor(executor));
+		this.listeners.start(endpoint("custom", "custom", 2, true,
 				(message, ack) -> threads.add(Thread.currentThread().getName())));
-		this.registry.start();
 		this.template.sendBatch("custom", IntStream.range(0, 20).boxed().toList());
 		await().atMost(Duration.ofSeconds(10)).until(() -> count("custom") == 0);
 		assertThat(threads).isNotEmpty().allMatch((name) -> name.startsWith("app-pool-"));
 		assertThatIllegalStateException()
-			.isThrownBy(() -> this.registry.getListenerContainer("custom").setTaskExecutor(executor))
+			.isThrownBy(() -> this.listeners.registry().getListenerContainer("custom").setTaskExecutor(executor))
 			.withMessageContaining("'custom' is running");
 	}
 
 	@Test
 	void aCustomizerThatPausesAContainerMakesItStartPaused() throws Exception {
 		AtomicInteger handled = new AtomicInteger();
-		this.registry.setContainerCustomizer(QueueListenerContainer::pause);
-		this.registry.registerListenerEndpoint(endpoint("held", "held", 1, true, (message, ack) -> handled.incrementAndGet()));
-		this.registry.start();
+		this.listeners.registry().setContainerCustomizer(QueueListenerContainer::pause);
+		this.listeners.start(endpoint("held", "held", 1, true, (message, ack) -> handled.incrementAndGet()));
 		this.template.send("held", 1);
 		Thread.sleep(600);
 		assertThat(handled.get()).isZero();
-		this.registry.getListenerContainer("held").resume();
+		this.listeners.registry().getListenerContainer("held").resume();
 		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 1);
 	}
 
@@ -163,11 +149,10 @@ class ListenerRuntimeControlIntegrationTests {
 	@EnabledForJreRange(min = JRE.JAVA_21)
 	void pollersRunOnVirtualThreadsWhenAsked() {
 		Set<Boolean> virtual = ConcurrentHashMap.newKeySet();
-		this.registry.setVirtualThreads(true);
-		this.registry.registerListenerEndpoint(endpoint("virtual", "virtual", 2, true, (message, ack) -> {
+		this.listeners.registry().setVirtualThreads(true);
+		this.listeners.start(endpoint("virtual", "virtual", 2, true, (message, ack) -> {
 			virtual.add((Boolean) Thread.class.getMethod("isVirtual").invoke(Thread.currentThread()));
 		}));
-		this.registry.start();
 		this.template.sendBatch("virtual", IntStream.range(0, 10).boxed().toList());
 		await().atMost(Duration.ofSeconds(10)).until(() -> count("virtual") == 0);
 		assertThat(virtual).containsExactly(true);
@@ -180,15 +165,11 @@ class ListenerRuntimeControlIntegrationTests {
 
 	private QueueListenerEndpoint endpoint(String id, String queue, int concurrency, boolean autoStartup,
 			QueueMessageListener listener, Duration pollInterval) {
-		return QueueListenerEndpoint.builder(id)
-				.listener(Integer.class, listener)
-				.containerProperties(ContainerProperties.builder(List.of(queue))
-					.concurrency(concurrency)
+		return ListenerFixture.endpoint(id, Integer.class, listener,
+				properties(queue).concurrency(concurrency)
 					.autoStartup(autoStartup)
 					.batchSize(5)
-					.pollInterval(pollInterval)
-					.build())
-				.build();
+					.pollInterval(pollInterval));
 	}
 
 }

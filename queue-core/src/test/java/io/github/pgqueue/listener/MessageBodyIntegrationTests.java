@@ -6,27 +6,25 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
-import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.JacksonPayloadConverter;
 import io.github.pgqueue.JaxbPayloadConverter;
 import io.github.pgqueue.Lease;
-import io.github.pgqueue.PayloadConversionException;
 import io.github.pgqueue.PayloadConverter;
-import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueMessage;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.ListenerFixture;
 import io.github.pgqueue.testing.PostgresExtension;
 import jakarta.xml.bind.annotation.XmlAccessType;
 import jakarta.xml.bind.annotation.XmlAccessorType;
 import jakarta.xml.bind.annotation.XmlRootElement;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -35,6 +33,9 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import static io.github.pgqueue.testing.Db.count;
 import static io.github.pgqueue.testing.Db.lastError;
 import static io.github.pgqueue.testing.Db.queueOf;
+import static io.github.pgqueue.testing.ListenerFixture.batchEndpoint;
+import static io.github.pgqueue.testing.ListenerFixture.endpoint;
+import static io.github.pgqueue.testing.ListenerFixture.properties;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 import static org.awaitility.Awaitility.await;
@@ -52,20 +53,12 @@ class MessageBodyIntegrationTests {
 
 	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
 
-	private final HikariDataSource consumerPool = this.postgres.pool("bodies", 4);
+	@RegisterExtension
+	final ListenerFixture listeners = ListenerFixture.consumers("bodies", 4)
+		.withTemplate((app) -> new QueueTemplate(QueueContext.builder(app)
+			.payloadConverter(new JaxbPayloadConverter(new JacksonPayloadConverter())).build()));
 
-	private final QueueTemplate xmlTemplate = new QueueTemplate(QueueContext.builder(this.postgres.dataSource())
-		.payloadConverter(new JaxbPayloadConverter(new JacksonPayloadConverter())).build());
-
-	private QueueListenerEndpointRegistry registry;
-
-	@AfterEach
-	void stop() {
-		if (this.registry != null) {
-			this.registry.stop();
-		}
-		this.consumerPool.close();
-	}
+	private final QueueTemplate xmlTemplate = this.listeners.template();
 
 	@Test
 	void aStringIsATextBodyThatSqlReadsAsText() {
@@ -113,13 +106,7 @@ class MessageBodyIntegrationTests {
 	void aListenerReadsAnXmlBodyInsertedWithPlainSql(ConsumptionMode mode) throws Exception {
 		insertXml("orders", "<order><sku>D-1</sku><quantity>5</quantity></order>");
 		BlockingQueue<QueueMessage<Object>> received = new LinkedBlockingQueue<>();
-		start(QueueListenerEndpoint.builder("orders")
-				.listener(Order.class, (message, ack) -> received.add(message))
-				.containerProperties(ContainerProperties.builder(List.of("orders"))
-					.pollInterval(Duration.ofMillis(50))
-					.mode(mode)
-					.build())
-				.build());
+		start(endpoint("orders", Order.class, (message, ack) -> received.add(message), properties("orders").mode(mode)));
 		QueueMessage<Object> message = received.poll(20, TimeUnit.SECONDS);
 		assertThat(message).isNotNull();
 		assertThat(message.payload()).isEqualTo(new Order("D-1", 5));
@@ -132,12 +119,7 @@ class MessageBodyIntegrationTests {
 		this.xmlTemplate.sendBatch("orders", List.of(new Order("E-1", 1), new Order("E-2", 2)));
 		long malformed = insertXml("orders", "<order><sku>E-3</sku>");
 		BlockingQueue<List<QueueMessage<Object>>> batches = new LinkedBlockingQueue<>();
-		start(QueueListenerEndpoint.builder("orders")
-				.batchListener(Order.class, batches::add)
-				.containerProperties(ContainerProperties.builder(List.of("orders"))
-					.pollInterval(Duration.ofMillis(50))
-					.build())
-				.build());
+		start(batchEndpoint("orders", Order.class, batches::add, properties("orders")));
 		List<QueueMessage<Object>> batch = batches.poll(20, TimeUnit.SECONDS);
 		assertThat(batch).extracting(QueueMessage::payload).containsExactly(new Order("E-1", 1), new Order("E-2", 2));
 		await().atMost(Duration.ofSeconds(10)).until(() -> "orders.dlq".equals(queueOf(malformed)));
@@ -149,12 +131,7 @@ class MessageBodyIntegrationTests {
 		long malformed = insertXml("orders", "<order><sku>F-1</sku><quantity>1</quantity></ordre>");
 		long next = this.xmlTemplate.send("orders", new Order("F-2", 1));
 		BlockingQueue<Long> handled = new LinkedBlockingQueue<>();
-		start(QueueListenerEndpoint.builder("orders")
-				.listener(Order.class, (message, ack) -> handled.add(message.id()))
-				.containerProperties(ContainerProperties.builder(List.of("orders"))
-					.pollInterval(Duration.ofMillis(50))
-					.build())
-				.build());
+		start(endpoint("orders", Order.class, (message, ack) -> handled.add(message.id()), properties("orders")));
 		assertThat(handled.poll(20, TimeUnit.SECONDS)).isEqualTo(next);
 		await().atMost(Duration.ofSeconds(10)).until(() -> "orders.dlq".equals(queueOf(malformed)));
 		assertThat(lastError(malformed)).startsWith("Cannot read application/xml body as " + Order.class.getName() + ": ")
@@ -238,10 +215,8 @@ class MessageBodyIntegrationTests {
 	}
 
 	private void start(QueueListenerEndpoint endpoint) {
-		new QueueAdmin(this.xmlTemplate.context()).declare(QueueDefinition.of("orders").withMaxAttempts(2));
-		this.registry = new QueueListenerEndpointRegistry(this.xmlTemplate.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(endpoint);
-		this.registry.start();
+		this.listeners.admin().declare(QueueDefinition.of("orders").withMaxAttempts(2));
+		this.listeners.start(endpoint);
 	}
 
 	/** An order mapped to XML with JAXB. */

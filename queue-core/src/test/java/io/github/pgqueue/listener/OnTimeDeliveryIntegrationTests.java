@@ -5,19 +5,21 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 
-import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.ListenerFixture;
 import io.github.pgqueue.testing.PostgresExtension;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
+import static io.github.pgqueue.testing.ListenerFixture.endpoint;
+import static io.github.pgqueue.testing.ListenerFixture.properties;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -34,20 +36,12 @@ class OnTimeDeliveryIntegrationTests {
 
 	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
 
-	private final QueueTemplate template = QueueTemplate.builder(this.postgres.dataSource()).build();
+	@RegisterExtension
+	final ListenerFixture listeners = ListenerFixture.consumers("on-time", 6);
 
-	private final QueueAdmin admin = new QueueAdmin(this.template.context());
+	private final QueueTemplate template = this.listeners.template();
 
-	private final HikariDataSource consumerPool = this.postgres.pool("on-time", 6);
-
-	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
-			this.consumerPool, Duration.ofSeconds(5));
-
-	@AfterEach
-	void stop() {
-		this.registry.stop();
-		this.consumerPool.close();
-	}
+	private final QueueAdmin admin = this.listeners.admin();
 
 	@Test
 	void delayedMessageSentToAnIdleListenerArrivesWhenDueNotAtTheNextPoll() {
@@ -88,20 +82,15 @@ class OnTimeDeliveryIntegrationTests {
 	}
 
 	private void listen(String queue, int concurrency, QueueMessageListener listener) {
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
-				.listener(Integer.class, listener)
-				.containerProperties(ContainerProperties.builder(List.of(queue))
-					.concurrency(concurrency)
-					.pollInterval(POLL_INTERVAL)
-					.build())
-				.build());
-		this.registry.start();
+		this.listeners.start(endpoint(queue, Integer.class, listener,
+				properties(queue).concurrency(concurrency).pollInterval(POLL_INTERVAL)));
 	}
 
 	/** Waits until the pollers have made their first, empty claim and gone to sleep. */
 	private void awaitIdle() {
-		await().atMost(Duration.ofSeconds(10)).until(() -> this.registry.isListening()
-				&& this.registry.getListenerContainers().stream().allMatch(QueueListenerContainer::isConnected));
+		await().atMost(Duration.ofSeconds(10)).until(() -> this.listeners.registry().isListening()
+				&& this.listeners.registry().getListenerContainers().stream()
+					.allMatch(QueueListenerContainer::isConnected));
 		await().pollDelay(Duration.ofMillis(300)).atMost(Duration.ofSeconds(1)).until(() -> true);
 	}
 

@@ -16,26 +16,27 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 
-import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
-import io.github.pgqueue.QueueMessage;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.ListenerFixture;
 import io.github.pgqueue.testing.Pollers;
 import io.github.pgqueue.testing.PostgresExtension;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
 import static io.github.pgqueue.testing.Db.advisoryLocks;
 import static io.github.pgqueue.testing.Db.count;
 import static io.github.pgqueue.testing.Db.queueOf;
+import static io.github.pgqueue.testing.ListenerFixture.endpoint;
+import static io.github.pgqueue.testing.ListenerFixture.properties;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -48,40 +49,25 @@ class QueueListenerContainerIntegrationTests {
 
 	private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
 
-	private final QueueTemplate template = new QueueTemplate(QueueContext.builder(this.postgres.dataSource())
-		.meterRegistry(this.meters).build());
+	@RegisterExtension
+	final ListenerFixture listeners = ListenerFixture.consumers("consumers", 12)
+		.withTemplate((app) -> new QueueTemplate(QueueContext.builder(app).meterRegistry(this.meters).build()));
 
-	private final QueueAdmin admin = new QueueAdmin(this.template.context());
+	private final QueueTemplate template = this.listeners.template();
 
-	private final HikariDataSource consumerPool = this.postgres.pool("consumers", 12);
-
-	private final QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
-			this.consumerPool, Duration.ofSeconds(5));
-
-	@AfterEach
-	void stop() {
-		this.registry.stop();
-		this.consumerPool.close();
-	}
+	private final QueueAdmin admin = this.listeners.admin();
 
 	private QueueListenerEndpoint endpoint(String id, String queue, int concurrency, AckMode ackMode,
 			QueueMessageListener listener) {
-		return QueueListenerEndpoint.builder(id)
-				.listener(Integer.class, listener)
-				.containerProperties(ContainerProperties.builder(List.of(queue))
-					.concurrency(concurrency)
-					.ackMode(ackMode)
-					.pollInterval(Duration.ofMillis(200))
-					.build())
-				.build();
+		return ListenerFixture.endpoint(id, Integer.class, listener,
+				properties(queue).concurrency(concurrency).ackMode(ackMode).pollInterval(Duration.ofMillis(200)));
 	}
 
 	@Test
 	void listenerReceivesEveryMessageOnceAndAcksOnReturn() {
 		Map<Long, AtomicInteger> seen = new ConcurrentHashMap<>();
-		this.registry.registerListenerEndpoint(endpoint("work", "work", 4, AckMode.AUTO,
+		this.listeners.start(endpoint("work", "work", 4, AckMode.AUTO,
 				(message, ack) -> seen.computeIfAbsent(message.id(), (id) -> new AtomicInteger()).incrementAndGet()));
-		this.registry.start();
 		List<Long> ids = this.template.sendBatch("work", IntStream.range(0, 500).boxed().toList());
 		await().atMost(Duration.ofSeconds(20)).until(() -> seen.size() == ids.size() && count() == 0);
 		assertThat(seen.values()).allMatch((n) -> n.get() == 1);
@@ -95,17 +81,16 @@ class QueueListenerContainerIntegrationTests {
 	@Test
 	void connectionsGoBackToThePoolWithTheirOwnPlannerSettings() throws Exception {
 		AtomicInteger handled = new AtomicInteger();
-		this.registry.registerListenerEndpoint(endpoint("planned", "planned", 4, AckMode.AUTO,
+		this.listeners.start(endpoint("planned", "planned", 4, AckMode.AUTO,
 				(message, ack) -> handled.incrementAndGet()));
-		this.registry.start();
 		this.template.sendBatch("planned", IntStream.range(0, 200).boxed().toList());
 		await().atMost(Duration.ofSeconds(20)).until(() -> handled.get() == 200);
-		this.registry.stop();
+		this.listeners.stop();
 		List<Connection> borrowed = new ArrayList<>();
 		try {
 			Set<String> settings = new HashSet<>();
-			for (int i = 0; i < this.consumerPool.getMaximumPoolSize(); i++) {
-				Connection connection = this.consumerPool.getConnection();
+			for (int i = 0; i < this.listeners.consumerPool().getMaximumPoolSize(); i++) {
+				Connection connection = this.listeners.consumerPool().getConnection();
 				borrowed.add(connection);
 				try (Statement statement = connection.createStatement();
 						ResultSet rs = statement.executeQuery(
@@ -128,14 +113,13 @@ class QueueListenerContainerIntegrationTests {
 		AtomicInteger running = new AtomicInteger();
 		AtomicInteger maxRunning = new AtomicInteger();
 		AtomicInteger handled = new AtomicInteger();
-		this.registry.registerListenerEndpoint(endpoint("slow", "slow", 3, AckMode.AUTO, (message, ack) -> {
+		this.listeners.start(endpoint("slow", "slow", 3, AckMode.AUTO, (message, ack) -> {
 			int now = running.incrementAndGet();
 			maxRunning.accumulateAndGet(now, Math::max);
 			Thread.sleep(5);
 			running.decrementAndGet();
 			handled.incrementAndGet();
 		}));
-		this.registry.start();
 		this.template.sendBatch("slow", IntStream.range(0, 200).boxed().toList());
 		await().atMost(Duration.ofSeconds(30)).until(() -> handled.get() == 200);
 		assertThat(maxRunning.get()).isEqualTo(3);
@@ -146,11 +130,10 @@ class QueueListenerContainerIntegrationTests {
 		this.admin.declare(QueueDefinition.of("flaky").withMaxAttempts(3)
 			.withBackoff(Duration.ofMillis(50), 2.0, Duration.ofSeconds(1)));
 		List<Integer> attempts = new ArrayList<>();
-		this.registry.registerListenerEndpoint(endpoint("flaky", "flaky", 1, AckMode.AUTO, (message, ack) -> {
+		this.listeners.start(endpoint("flaky", "flaky", 1, AckMode.AUTO, (message, ack) -> {
 			attempts.add(message.attempt());
 			throw new IllegalStateException("downstream unavailable");
 		}));
-		this.registry.start();
 		long id = this.template.send("flaky", 1);
 		await().atMost(Duration.ofSeconds(10)).until(() -> "flaky.dlq".equals(queueOf(id)));
 		assertThat(attempts).containsExactly(1, 2, 3);
@@ -165,9 +148,8 @@ class QueueListenerContainerIntegrationTests {
 	@Test
 	void unconvertiblePayloadIsDeadLetteredAtOnceAndTheConsumerGoesOn() {
 		AtomicInteger handled = new AtomicInteger();
-		this.registry.registerListenerEndpoint(
+		this.listeners.start(
 				endpoint("typed", "typed", 1, AckMode.AUTO, (message, ack) -> handled.incrementAndGet()));
-		this.registry.start();
 		this.jdbc.update("INSERT INTO pgqueue.message (queue, payload) VALUES ('typed', '\"not a number\"')");
 		this.template.send("typed", 42);
 		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 1 && count("typed.dlq") == 1);
@@ -178,7 +160,7 @@ class QueueListenerContainerIntegrationTests {
 	@Test
 	void manualAckModeCompletesThroughTheAcknowledgment() {
 		List<Integer> attempts = new ArrayList<>();
-		this.registry.registerListenerEndpoint(endpoint("manual", "manual", 1, AckMode.MANUAL, (message, ack) -> {
+		this.listeners.start(endpoint("manual", "manual", 1, AckMode.MANUAL, (message, ack) -> {
 			attempts.add(message.attempt());
 			switch ((Integer) message.payload()) {
 				case 1 -> ack.ack();
@@ -193,7 +175,6 @@ class QueueListenerContainerIntegrationTests {
 				default -> ack.reject("not wanted");
 			}
 		}));
-		this.registry.start();
 		this.template.sendBatch("manual", List.of(1, 2, 3));
 		await().atMost(Duration.ofSeconds(10)).until(() -> count("manual") == 0 && count("manual.dlq") == 1);
 		assertThat(attempts).containsExactlyInAnyOrder(1, 1, 1, 2);
@@ -202,14 +183,9 @@ class QueueListenerContainerIntegrationTests {
 	@Test
 	void notificationWakesAnIdleListenerLongBeforeItsPollInterval() throws Exception {
 		CountDownLatch received = new CountDownLatch(1);
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("idle")
-				.listener(Integer.class, (message, ack) -> received.countDown())
-				.containerProperties(ContainerProperties.builder(List.of("idle"))
-					.pollInterval(Duration.ofSeconds(30))
-					.build())
-				.build());
-		this.registry.start();
-		await().atMost(Duration.ofSeconds(5)).until(this.registry::isListening);
+		this.listeners.start(ListenerFixture.endpoint("idle", Integer.class, (message, ack) -> received.countDown(),
+				properties("idle").pollInterval(Duration.ofSeconds(30))));
+		await().atMost(Duration.ofSeconds(5)).until(this.listeners.registry()::isListening);
 		// the poller's first, empty poll is over: it waits up to 30 s now
 		await().atMost(Duration.ofSeconds(30)).until(() -> Pollers.waiting("idle") == 1);
 		this.template.send("idle", 1);
@@ -220,11 +196,10 @@ class QueueListenerContainerIntegrationTests {
 	void listenersRecoverAfterEveryConsumerSessionIsTerminatedAndNothingIsLost() {
 		Map<Long, AtomicInteger> seen = new ConcurrentHashMap<>();
 		AtomicBoolean terminated = new AtomicBoolean();
-		this.registry.registerListenerEndpoint(endpoint("robust", "robust", 3, AckMode.AUTO, (message, ack) -> {
+		this.listeners.start(endpoint("robust", "robust", 3, AckMode.AUTO, (message, ack) -> {
 			seen.computeIfAbsent(message.id(), (id) -> new AtomicInteger()).incrementAndGet();
 			Thread.sleep(1);
 		}));
-		this.registry.start();
 		List<Long> ids = this.template.sendBatch("robust", IntStream.range(0, 3000).boxed().toList());
 		await().atMost(Duration.ofSeconds(10)).until(() -> seen.size() > 300);
 		int killed = this.postgres.terminateSessions("consumers");
@@ -232,7 +207,7 @@ class QueueListenerContainerIntegrationTests {
 		terminated.set(true);
 		await().atMost(Duration.ofSeconds(30)).until(() -> count() == 0 && seen.keySet().containsAll(ids));
 		assertThat(seen.keySet()).containsExactlyInAnyOrderElementsOf(ids);
-		await().atMost(Duration.ofSeconds(10)).until(this.registry::isListening);
+		await().atMost(Duration.ofSeconds(10)).until(this.listeners.registry()::isListening);
 		long redelivered = seen.values().stream().filter((n) -> n.get() > 1).count();
 		assertThat(redelivered).as("only the batches in flight when the sessions died").isLessThanOrEqualTo(3 * 10);
 	}
@@ -241,7 +216,7 @@ class QueueListenerContainerIntegrationTests {
 	void noHandlerStartsAfterItsSessionIsKnownToBeGone() {
 		List<String> deliveries = new java.util.concurrent.CopyOnWriteArrayList<>();
 		AtomicBoolean killed = new AtomicBoolean();
-		this.registry.registerListenerEndpoint(endpoint("fenced", "fenced", 1, AckMode.AUTO, (message, ack) -> {
+		this.listeners.registry().registerListenerEndpoint(endpoint("fenced", "fenced", 1, AckMode.AUTO, (message, ack) -> {
 			deliveries.add(message.payload() + "@" + message.attempt());
 			if (killed.compareAndSet(false, true)) {
 				this.postgres.terminateSessions("consumers");
@@ -249,7 +224,7 @@ class QueueListenerContainerIntegrationTests {
 			}
 		}));
 		this.template.sendBatch("fenced", List.of(1, 2, 3, 4, 5));
-		this.registry.start();
+		this.listeners.registry().start();
 		await().atMost(Duration.ofSeconds(20)).until(() -> count() == 0 && deliveries.size() >= 6);
 		assertThat(deliveries).as("only the handler running when the session died ran on it")
 			.containsExactly("1@1", "1@2", "2@2", "3@2", "4@2", "5@2");
@@ -258,24 +233,23 @@ class QueueListenerContainerIntegrationTests {
 	@Test
 	void listenersRecoverAfterPostgresRestartsAndNothingIsLost() {
 		Map<Long, AtomicInteger> seen = new ConcurrentHashMap<>();
-		this.registry.registerListenerEndpoint(endpoint("restart", "restart", 2, AckMode.AUTO, (message, ack) -> {
+		this.listeners.start(endpoint("restart", "restart", 2, AckMode.AUTO, (message, ack) -> {
 			seen.computeIfAbsent(message.id(), (id) -> new AtomicInteger()).incrementAndGet();
 			Thread.sleep(1);
 		}));
-		this.registry.start();
 		List<Long> ids = this.template.sendBatch("restart", IntStream.range(0, 2000).boxed().toList());
 		await().atMost(Duration.ofSeconds(10)).until(() -> seen.size() > 200);
 		this.postgres.restart();
 		await().atMost(Duration.ofSeconds(60)).until(() -> seen.keySet().containsAll(ids));
-		await().atMost(Duration.ofSeconds(10)).until(() -> count() == 0 && this.registry.isListening());
+		await().atMost(Duration.ofSeconds(10)).until(() -> count() == 0 && this.listeners.registry().isListening());
 		assertThat(seen.keySet()).containsExactlyInAnyOrderElementsOf(ids);
-		assertThat(this.registry.getListenerContainer("restart").isConnected()).isTrue();
+		assertThat(this.listeners.registry().getListenerContainer("restart").isConnected()).isTrue();
 	}
 
 	@Test
 	void idleListenerPollsAboutOncePerPollIntervalWhateverItsConcurrency() throws Exception {
 		AtomicInteger claims = new AtomicInteger();
-		javax.sql.DataSource counting = countingClaims(this.consumerPool, claims);
+		javax.sql.DataSource counting = countingClaims(this.listeners.consumerPool(), claims);
 		QueueListenerEndpointRegistry idle = new QueueListenerEndpointRegistry(this.template.context(), counting,
 				Duration.ofSeconds(5));
 		idle.registerListenerEndpoint(QueueListenerEndpoint.builder("idle-cost")
@@ -330,16 +304,15 @@ class QueueListenerContainerIntegrationTests {
 		CountDownLatch inHandler = new CountDownLatch(1);
 		AtomicInteger started = new AtomicInteger();
 		AtomicInteger finished = new AtomicInteger();
-		this.registry.registerListenerEndpoint(endpoint("graceful", "graceful", 1, AckMode.AUTO, (message, ack) -> {
+		this.listeners.start(endpoint("graceful", "graceful", 1, AckMode.AUTO, (message, ack) -> {
 			started.incrementAndGet();
 			inHandler.countDown();
 			Thread.sleep(500);
 			finished.incrementAndGet();
 		}));
-		this.registry.start();
 		this.template.sendBatch("graceful", IntStream.range(0, 10).boxed().toList());
 		assertThat(inHandler.await(5, TimeUnit.SECONDS)).isTrue();
-		this.registry.stop();
+		this.listeners.stop();
 		assertThat(started.get()).as("no handler starts after stop").isEqualTo(1);
 		assertThat(finished.get()).as("the running handler finished").isEqualTo(1);
 		assertThat(count("graceful")).as("the rest released, not lost").isEqualTo(9);
@@ -351,8 +324,7 @@ class QueueListenerContainerIntegrationTests {
 
 	@Test
 	void handlerThatOutlivesTheShutdownTimeoutIsInterruptedAndItsMessageReleased() throws Exception {
-		QueueListenerEndpointRegistry impatient = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool,
-				Duration.ofMillis(200));
+		QueueListenerEndpointRegistry impatient = this.listeners.registry(Duration.ofMillis(200));
 		CountDownLatch inHandler = new CountDownLatch(1);
 		impatient.registerListenerEndpoint(endpoint("stuck", "stuck", 1, AckMode.AUTO, (message, ack) -> {
 			inHandler.countDown();
@@ -370,8 +342,7 @@ class QueueListenerContainerIntegrationTests {
 
 	@Test
 	void stopIsBoundedByTheShutdownTimeoutPlusOneGraceForAllStuckHandlersTogether() throws Exception {
-		QueueListenerEndpointRegistry impatient = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool,
-				Duration.ofMillis(300));
+		QueueListenerEndpointRegistry impatient = this.listeners.registry(Duration.ofMillis(300));
 		CountDownLatch allStuck = new CountDownLatch(8);
 		AtomicBoolean release = new AtomicBoolean();
 		impatient.registerListenerEndpoint(QueueListenerEndpoint.builder("deaf")
@@ -418,15 +389,14 @@ class QueueListenerContainerIntegrationTests {
 	 */
 	@Test
 	void aContainerStartedWhileTheRegistryIsNotRunningStartsNoKeepAliveThread() {
-		QueueListenerEndpointRegistry neverStarted = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool,
-				Duration.ofSeconds(5));
+		QueueListenerEndpointRegistry neverStarted = this.listeners.registry();
 		neverStarted.registerListenerEndpoint(endpoint("never-started", "never-started", 1, AckMode.AUTO,
 				(message, ack) -> {
 				}));
 		assertStartLeavesNoKeepAliveThread(neverStarted.getListenerContainer("never-started"));
 
-		QueueListenerEndpointRegistry stopped = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool,
-				Duration.ofSeconds(5));
+		QueueListenerEndpointRegistry stopped = new QueueListenerEndpointRegistry(this.template.context(),
+				this.listeners.consumerPool(), Duration.ofSeconds(5));
 		stopped.registerListenerEndpoint(endpoint("started-late", "started-late", 1, AckMode.AUTO, (message, ack) -> {
 		}));
 		stopped.start();

@@ -5,22 +5,24 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
-import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.CancelResult;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.ListenerFixture;
 import io.github.pgqueue.testing.PostgresExtension;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.JdbcTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
+import static io.github.pgqueue.testing.ListenerFixture.endpoint;
+import static io.github.pgqueue.testing.ListenerFixture.properties;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -36,26 +38,15 @@ class RolledBackRemovalsIntegrationTests {
 
 	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
 
-	private final HikariDataSource app = this.postgres.pool("undone-app", 8);
+	@RegisterExtension
+	final ListenerFixture listeners = ListenerFixture.pools("undone-app", 8, "undone-consumers", 8);
 
-	private final HikariDataSource consumerPool = this.postgres.pool("undone-consumers", 8);
+	private final QueueTemplate template = this.listeners.template();
 
-	private final QueueTemplate template = QueueTemplate.builder(this.app).build();
+	private final QueueAdmin admin = this.listeners.admin();
 
-	private final QueueAdmin admin = new QueueAdmin(this.template.context());
-
-	private final TransactionTemplate transactions = new TransactionTemplate(new JdbcTransactionManager(this.app));
-
-	private QueueListenerEndpointRegistry registry;
-
-	@AfterEach
-	void stop() {
-		if (this.registry != null) {
-			this.registry.stop();
-		}
-		this.consumerPool.close();
-		this.app.close();
-	}
+	private final TransactionTemplate transactions = new TransactionTemplate(
+			new JdbcTransactionManager(this.listeners.app()));
 
 	@Test
 	void aRolledBackCancelPurgeOrRedriveIsNotAnAttemptOfATransactionalConsumer() {
@@ -84,15 +75,9 @@ class RolledBackRemovalsIntegrationTests {
 				Long.class)).as("rows whose lock marker names the rolled-back transaction").isEqualTo(4);
 
 		Map<Long, Integer> attempts = new ConcurrentHashMap<>();
-		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("undone")
-				.listener(Integer.class, (message, ack) -> attempts.put(message.id(), message.attempt()))
-				.containerProperties(ContainerProperties.builder(queues)
-					.pollInterval(Duration.ofMillis(50))
-					.mode(ConsumptionMode.TRANSACTIONAL)
-					.build())
-				.build());
-		this.registry.start();
+		this.listeners.start(endpoint("undone", Integer.class,
+				(message, ack) -> attempts.put(message.id(), message.attempt()),
+				properties(queues).mode(ConsumptionMode.TRANSACTIONAL)));
 
 		await().atMost(Duration.ofSeconds(20)).until(() -> this.jdbc.queryForObject(
 				"SELECT count(*) FROM pgqueue.message WHERE queue = ANY (?::text[]) AND visible_at <= now()", Long.class,
@@ -115,21 +100,13 @@ class RolledBackRemovalsIntegrationTests {
 		long poison = this.template.send("cancelling", 1);
 		List<Long> reminders = this.template.sendBatch("reminders", List.of(1, 2, 3));
 		Map<Integer, Integer> deaths = new ConcurrentHashMap<>();
-		JdbcTemplate appJdbc = new JdbcTemplate(this.app);
-		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("cancelling")
-				.listener(Integer.class, (message, ack) -> {
-					int attempt = message.attempt();
-					deaths.merge(attempt, 1, Integer::sum);
-					assertThat(this.template.cancel("reminders", reminders.get(attempt - 1))).isEqualTo(CancelResult.REMOVED);
-					appJdbc.queryForObject("SELECT pg_terminate_backend(pg_backend_pid())", Boolean.class);
-				})
-				.containerProperties(ContainerProperties.builder(List.of("cancelling"))
-					.pollInterval(Duration.ofMillis(50))
-					.mode(ConsumptionMode.TRANSACTIONAL)
-					.build())
-				.build());
-		this.registry.start();
+		JdbcTemplate appJdbc = new JdbcTemplate(this.listeners.app());
+		this.listeners.start(endpoint("cancelling", Integer.class, (message, ack) -> {
+			int attempt = message.attempt();
+			deaths.merge(attempt, 1, Integer::sum);
+			assertThat(this.template.cancel("reminders", reminders.get(attempt - 1))).isEqualTo(CancelResult.REMOVED);
+			appJdbc.queryForObject("SELECT pg_terminate_backend(pg_backend_pid())", Boolean.class);
+		}, properties("cancelling").mode(ConsumptionMode.TRANSACTIONAL)));
 
 		await().atMost(Duration.ofSeconds(30)).until(() -> "cancelling.dlq".equals(this.jdbc.queryForObject(
 				"SELECT queue FROM pgqueue.message WHERE id = ?", String.class, poison)));
@@ -147,19 +124,11 @@ class RolledBackRemovalsIntegrationTests {
 		this.admin.declare(QueueDefinition.of("deadly").withMaxAttempts(3));
 		long poison = this.template.send("deadly", 1);
 		Map<Integer, Integer> deaths = new ConcurrentHashMap<>();
-		JdbcTemplate appJdbc = new JdbcTemplate(this.app);
-		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("deadly")
-				.listener(Integer.class, (message, ack) -> {
-					deaths.merge(message.attempt(), 1, Integer::sum);
-					appJdbc.queryForObject("SELECT pg_terminate_backend(pg_backend_pid())", Boolean.class);
-				})
-				.containerProperties(ContainerProperties.builder(List.of("deadly"))
-					.pollInterval(Duration.ofMillis(50))
-					.mode(ConsumptionMode.TRANSACTIONAL)
-					.build())
-				.build());
-		this.registry.start();
+		JdbcTemplate appJdbc = new JdbcTemplate(this.listeners.app());
+		this.listeners.start(endpoint("deadly", Integer.class, (message, ack) -> {
+			deaths.merge(message.attempt(), 1, Integer::sum);
+			appJdbc.queryForObject("SELECT pg_terminate_backend(pg_backend_pid())", Boolean.class);
+		}, properties("deadly").mode(ConsumptionMode.TRANSACTIONAL)));
 
 		await().atMost(Duration.ofSeconds(30)).until(() -> "deadly.dlq".equals(this.jdbc.queryForObject(
 				"SELECT queue FROM pgqueue.message WHERE id = ?", String.class, poison)));

@@ -11,7 +11,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 
-import com.zaxxer.hikari.HikariDataSource;
+import javax.sql.DataSource;
+
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.ContextInternals;
@@ -20,12 +21,13 @@ import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.ListenerFixture;
 import io.github.pgqueue.testing.PostgresExtension;
 import io.github.pgqueue.testing.TransactionalClaims;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.JdbcTransactionManager;
@@ -34,6 +36,7 @@ import static io.github.pgqueue.testing.Db.advisoryLocks;
 import static io.github.pgqueue.testing.Db.count;
 import static io.github.pgqueue.testing.Db.lastError;
 import static io.github.pgqueue.testing.Db.queueOf;
+import static io.github.pgqueue.testing.ListenerFixture.properties;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -49,32 +52,22 @@ class TransactionalModeIntegrationTests {
 
 	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
 
+	@RegisterExtension
+	final ListenerFixture listeners = ListenerFixture.pools("tx-app", 12, "tx-consumers", 12);
+
 	/** The application's DataSource: handlers write through it, in the listener's transaction. */
-	private final HikariDataSource app = this.postgres.pool("tx-app", 12);
+	private final DataSource app = this.listeners.app();
 
 	private final JdbcTemplate appJdbc = new JdbcTemplate(this.app);
 
-	private final HikariDataSource consumerPool = this.postgres.pool("tx-consumers", 12);
+	private final QueueTemplate template = this.listeners.template();
 
-	private final QueueTemplate template = QueueTemplate.builder(this.app).build();
-
-	private final QueueAdmin admin = new QueueAdmin(this.template.context());
-
-	private QueueListenerEndpointRegistry registry;
+	private final QueueAdmin admin = this.listeners.admin();
 
 	@BeforeEach
 	void effects() {
 		this.jdbc.execute("DROP TABLE IF EXISTS effect");
 		this.jdbc.execute("CREATE TABLE effect (message_id bigint PRIMARY KEY, attempt int NOT NULL)");
-	}
-
-	@AfterEach
-	void stop() {
-		if (this.registry != null) {
-			this.registry.stop();
-		}
-		this.consumerPool.close();
-		this.app.close();
 	}
 
 	@Test
@@ -91,7 +84,7 @@ class TransactionalModeIntegrationTests {
 			this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id(),
 					message.attempt());
 		};
-		start(endpoint("orders-a", "orders", 4, AckMode.AUTO, listener, 10),
+		this.listeners.start(endpoint("orders-a", "orders", 4, AckMode.AUTO, listener, 10),
 				endpoint("orders-b", "orders", 4, AckMode.AUTO, listener, 25));
 
 		await().atMost(Duration.ofSeconds(60)).until(() -> count("orders") == 0);
@@ -118,7 +111,7 @@ class TransactionalModeIntegrationTests {
 				throw new IllegalStateException("first run of a seventh message");
 			}
 		};
-		start(endpoint("ledger-a", "ledger", 4, AckMode.AUTO, listener, 10),
+		this.listeners.start(endpoint("ledger-a", "ledger", 4, AckMode.AUTO, listener, 10),
 				endpoint("ledger-b", "ledger", 4, AckMode.AUTO, listener, 25));
 
 		await().atMost(Duration.ofSeconds(60)).until(() -> count("ledger") == 0);
@@ -138,7 +131,7 @@ class TransactionalModeIntegrationTests {
 		List<Long> ids = this.template.sendBatch("ledger", List.of(1, 2, 3, 4, 5, 6));
 		long poison = ids.get(2);
 		Map<Integer, AtomicInteger> handled = new ConcurrentHashMap<>();
-		start(endpoint("ledger", "ledger", 1, AckMode.AUTO, (message, ack) -> {
+		this.listeners.start(endpoint("ledger", "ledger", 1, AckMode.AUTO, (message, ack) -> {
 			int n = (Integer) message.payload();
 			int run = handled.computeIfAbsent(n, (k) -> new AtomicInteger()).incrementAndGet();
 			this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id(),
@@ -178,9 +171,8 @@ class TransactionalModeIntegrationTests {
 		List<Long> ids = this.template.sendBatch("journal", List.of(1, 2, 3, 4, 5));
 		long poison = ids.get(2);
 		Map<Integer, AtomicInteger> handled = new ConcurrentHashMap<>();
-		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		this.registry.setTransactionManager(noSavepoints);
-		this.registry.registerListenerEndpoint(endpoint("journal", "journal", 2, AckMode.AUTO, (message, ack) -> {
+		this.listeners.registry().setTransactionManager(noSavepoints);
+		this.listeners.start(endpoint("journal", "journal", 2, AckMode.AUTO, (message, ack) -> {
 			int n = (Integer) message.payload();
 			handled.computeIfAbsent(n, (k) -> new AtomicInteger()).incrementAndGet();
 			this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id(),
@@ -189,7 +181,6 @@ class TransactionalModeIntegrationTests {
 				throw new IllegalStateException("journal closed");
 			}
 		}, 5));
-		this.registry.start();
 
 		await().atMost(Duration.ofSeconds(20)).until(() -> "journal.dlq".equals(queueOf(poison)));
 		await().atMost(Duration.ofSeconds(10)).until(() -> count("journal") == 0);
@@ -210,7 +201,7 @@ class TransactionalModeIntegrationTests {
 		this.admin.declare(QueueDefinition.of("fragile").withMaxAttempts(5));
 		long id = this.template.send("fragile", 1);
 		List<Integer> attempts = new java.util.concurrent.CopyOnWriteArrayList<>();
-		start(endpoint("fragile", "fragile", 1, AckMode.AUTO, (message, ack) -> {
+		this.listeners.start(endpoint("fragile", "fragile", 1, AckMode.AUTO, (message, ack) -> {
 			attempts.add(message.attempt());
 			this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id(),
 					message.attempt());
@@ -233,7 +224,7 @@ class TransactionalModeIntegrationTests {
 		List<Long> ids = this.template.sendBatch("deadly", List.of(1, 2, 3, 4));
 		long poison = ids.get(1);
 		Map<Integer, AtomicInteger> handled = new ConcurrentHashMap<>();
-		start(endpoint("deadly", "deadly", 2, AckMode.AUTO, (message, ack) -> {
+		this.listeners.start(endpoint("deadly", "deadly", 2, AckMode.AUTO, (message, ack) -> {
 			int n = (Integer) message.payload();
 			handled.computeIfAbsent(n, (k) -> new AtomicInteger()).incrementAndGet();
 			this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id(),
@@ -262,7 +253,7 @@ class TransactionalModeIntegrationTests {
 		this.jdbc.queryForObject("SELECT pg_terminate_backend(?)", Boolean.class, dying.backendPid());
 		await().atMost(Duration.ofSeconds(10)).until(() -> advisoryLocks() == 0);
 		Map<Long, Integer> attempts = new ConcurrentHashMap<>();
-		start(endpoint("shared", "shared", 1, AckMode.AUTO,
+		this.listeners.start(endpoint("shared", "shared", 1, AckMode.AUTO,
 				(message, ack) -> attempts.merge(message.id(), message.attempt(), Math::max), 10));
 
 		await().atMost(Duration.ofSeconds(30)).until(() -> count("shared") == 0);
@@ -277,20 +268,13 @@ class TransactionalModeIntegrationTests {
 		this.admin.declare(QueueDefinition.of("slow").withMaxAttempts(3)
 			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
 		long id = this.template.send("slow", 1);
-		start(QueueListenerEndpoint.builder("slow")
-				.listener(Integer.class, (message, ack) -> {
-					this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id(),
-							message.attempt());
-					if (message.attempt() == 1) {
-						Thread.sleep(700);
-					}
-				})
-				.containerProperties(ContainerProperties.builder(List.of("slow"))
-					.pollInterval(Duration.ofMillis(50))
-					.mode(ConsumptionMode.TRANSACTIONAL)
-					.transactionTimeout(Duration.ofMillis(300))
-					.build())
-				.build());
+		this.listeners.start(ListenerFixture.endpoint("slow", Integer.class, (message, ack) -> {
+			this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id(),
+					message.attempt());
+			if (message.attempt() == 1) {
+				Thread.sleep(700);
+			}
+		}, properties("slow").mode(ConsumptionMode.TRANSACTIONAL).transactionTimeout(Duration.ofMillis(300))));
 
 		await().atMost(Duration.ofSeconds(20)).until(() -> count("slow") == 0);
 		assertThat(this.jdbc.queryForList("SELECT attempt FROM effect WHERE message_id = ?", Integer.class, id))
@@ -303,7 +287,7 @@ class TransactionalModeIntegrationTests {
 			.withBackoff(Duration.ofMillis(20), 1.0, Duration.ofMillis(20)));
 		long nacked = this.template.send("manual", 1);
 		long rejected = this.template.send("manual", 2);
-		start(endpoint("manual", "manual", 1, AckMode.MANUAL, (message, ack) -> {
+		this.listeners.start(endpoint("manual", "manual", 1, AckMode.MANUAL, (message, ack) -> {
 			this.appJdbc.update("INSERT INTO effect (message_id, attempt) VALUES (?, ?)", message.id() * 10
 					+ message.attempt(), message.attempt());
 			if ((Integer) message.payload() == 2) {
@@ -331,7 +315,7 @@ class TransactionalModeIntegrationTests {
 		long held = this.template.send("shared", 1);
 		CountDownLatch inHandler = new CountDownLatch(1);
 		CountDownLatch release = new CountDownLatch(1);
-		start(endpoint("shared", "shared", 1, AckMode.AUTO, (message, ack) -> {
+		this.listeners.start(endpoint("shared", "shared", 1, AckMode.AUTO, (message, ack) -> {
 			inHandler.countDown();
 			release.await(20, TimeUnit.SECONDS);
 		}, 10));
@@ -347,7 +331,8 @@ class TransactionalModeIntegrationTests {
 	@Test
 	void claimingAMessageThatIsNoLongerASuspectTakesNothingAndLeavesNoLock() {
 		long id = this.template.send("settled", 1);
-		try (io.github.pgqueue.internal.ConsumerSession session = ContextInternals.openSession(this.template.context(), this.consumerPool)) {
+		try (io.github.pgqueue.internal.ConsumerSession session = ContextInternals.openSession(this.template.context(),
+				this.listeners.consumerPool())) {
 			assertThat(session.claimSuspect("settled", id).messages()).isEmpty();
 			assertThat(advisoryLocks()).as("the lock is tried only on a row that is a suspect").isZero();
 		}
@@ -424,7 +409,8 @@ class TransactionalModeIntegrationTests {
 			assertThat(claimTransactionally(claimer, "locked-before", 10)).containsExactly(id);
 			claimer.rollback();
 		}
-		try (io.github.pgqueue.internal.ConsumerSession session = ContextInternals.openSession(this.template.context(), this.consumerPool)) {
+		try (io.github.pgqueue.internal.ConsumerSession session = ContextInternals.openSession(this.template.context(),
+				this.listeners.consumerPool())) {
 			assertThat(session.claim("locked-before", 10).messages()).as("and by a session consumer")
 				.extracting(io.github.pgqueue.internal.ClaimedMessage::id).containsExactly(id);
 		}
@@ -446,7 +432,7 @@ class TransactionalModeIntegrationTests {
 		this.template.sendBatch("tx-cursor", IntStream.range(1, 31).boxed().toList(),
 				io.github.pgqueue.SendOptions.builder().priority(5).build());
 		List<Integer> order = new java.util.concurrent.CopyOnWriteArrayList<>();
-		start(endpoint("tx-cursor", "tx-cursor", 1, AckMode.AUTO, (message, ack) -> {
+		this.listeners.start(endpoint("tx-cursor", "tx-cursor", 1, AckMode.AUTO, (message, ack) -> {
 			int n = (Integer) message.payload();
 			order.add(n);
 			if (n == 1) {
@@ -472,7 +458,7 @@ class TransactionalModeIntegrationTests {
 		Set<String> settings = ConcurrentHashMap.newKeySet();
 		Map<Integer, Map<String, Object>> claimPlans = new ConcurrentHashMap<>();
 		AtomicInteger handled = new AtomicInteger();
-		start(endpoint("planned", "planned", 1, AckMode.AUTO, (message, ack) -> {
+		this.listeners.start(endpoint("planned", "planned", 1, AckMode.AUTO, (message, ack) -> {
 			settings.add(this.appJdbc.queryForObject(
 					"SELECT current_setting('enable_seqscan') || ' ' || current_setting('plan_cache_mode')", String.class));
 			claimPlans.put(this.appJdbc.queryForObject("SELECT pg_backend_pid()", Integer.class),
@@ -492,24 +478,10 @@ class TransactionalModeIntegrationTests {
 
 	private QueueListenerEndpoint endpoint(String id, String queue, int concurrency, AckMode ackMode,
 			QueueMessageListener listener, int batchSize) {
-		return QueueListenerEndpoint.builder(id)
-				.listener(Integer.class, listener)
-				.containerProperties(ContainerProperties.builder(List.of(queue))
-					.concurrency(concurrency)
-					.ackMode(ackMode)
-					.batchSize(batchSize)
-					.pollInterval(Duration.ofMillis(50))
-					.mode(ConsumptionMode.TRANSACTIONAL)
-					.build())
-				.build();
-	}
-
-	private void start(QueueListenerEndpoint... endpoints) {
-		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, Duration.ofSeconds(5));
-		for (QueueListenerEndpoint endpoint : endpoints) {
-			this.registry.registerListenerEndpoint(endpoint);
-		}
-		this.registry.start();
+		return ListenerFixture.endpoint(id, Integer.class, listener, properties(queue).concurrency(concurrency)
+			.ackMode(ackMode)
+			.batchSize(batchSize)
+			.mode(ConsumptionMode.TRANSACTIONAL));
 	}
 
 }

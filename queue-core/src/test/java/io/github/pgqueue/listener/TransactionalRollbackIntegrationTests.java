@@ -14,22 +14,23 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
-import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.ListenerFixture;
 import io.github.pgqueue.testing.PostgresExtension;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
 import static io.github.pgqueue.testing.Db.count;
+import static io.github.pgqueue.testing.ListenerFixture.properties;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -47,33 +48,21 @@ class TransactionalRollbackIntegrationTests {
 
 	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
 
+	@RegisterExtension
+	final ListenerFixture listeners = ListenerFixture.pools("tx-rollback-app", 12, "tx-rollback-consumers", 12);
+
 	/** The application's DataSource: handlers write through it, in the listener's transaction. */
-	private final HikariDataSource app = this.postgres.pool("tx-rollback-app", 12);
+	private final JdbcTemplate appJdbc = new JdbcTemplate(this.listeners.app());
 
-	private final JdbcTemplate appJdbc = new JdbcTemplate(this.app);
+	private final QueueTemplate template = this.listeners.template();
 
-	private final HikariDataSource consumerPool = this.postgres.pool("tx-rollback-consumers", 12);
-
-	private final QueueTemplate template = QueueTemplate.builder(this.app).build();
-
-	private final QueueAdmin admin = new QueueAdmin(this.template.context());
-
-	private QueueListenerEndpointRegistry registry;
+	private final QueueAdmin admin = this.listeners.admin();
 
 	@BeforeEach
 	void effectTable() {
 		// No key on message_id: an effect written twice must show as two rows, not as a failure.
 		this.jdbc.execute("DROP TABLE IF EXISTS tx_effect");
 		this.jdbc.execute("CREATE TABLE tx_effect (message_id bigint NOT NULL, attempt int NOT NULL)");
-	}
-
-	@AfterEach
-	void stop() {
-		if (this.registry != null) {
-			this.registry.stop();
-		}
-		this.consumerPool.close();
-		this.app.close();
 	}
 
 	/**
@@ -87,7 +76,7 @@ class TransactionalRollbackIntegrationTests {
 			.withBackoff(Duration.ofMillis(10), 1.0, Duration.ofMillis(10)));
 		List<Long> ids = this.template.sendBatch("ledger", IntStream.rangeClosed(1, 200).boxed().toList());
 		Map<Integer, AtomicInteger> runs = new ConcurrentHashMap<>();
-		start(Duration.ofSeconds(5), endpoint("ledger", 1, 10, failingOnce(Set.of(1, 105), runs)));
+		this.listeners.start(endpoint("ledger", 1, 10, failingOnce(Set.of(1, 105), runs)));
 
 		await().atMost(Duration.ofSeconds(60)).until(() -> count("ledger") == 0);
 		assertThat(count("ledger.dlq")).isZero();
@@ -111,7 +100,7 @@ class TransactionalRollbackIntegrationTests {
 		}
 		Map<Integer, AtomicInteger> runs = new ConcurrentHashMap<>();
 		QueueMessageListener listener = failingOnce(failing, runs);
-		start(Duration.ofSeconds(5), endpoint("ledger-10", 2, 10, listener), endpoint("ledger-100", 2, 100, listener));
+		this.listeners.start(endpoint("ledger-10", 2, 10, listener), endpoint("ledger-100", 2, 100, listener));
 
 		await().atMost(Duration.ofSeconds(120)).until(() -> count("ledger") == 0);
 		assertThat(count("ledger.dlq")).isZero();
@@ -147,17 +136,11 @@ class TransactionalRollbackIntegrationTests {
 		};
 		// Message 1 is dead-lettered at its failure, so that it does not come back among the others.
 		QueueErrorHandler deadLetter = (message, error, backoff) -> FailureAction.deadLetter("fails");
-		start(Duration.ofMillis(200), QueueListenerEndpoint.builder("ledger")
-				.listener(Integer.class, listener)
-				.containerProperties(ContainerProperties.builder(List.of("ledger"))
-					.errorHandler(deadLetter)
-					.pollInterval(Duration.ofMillis(50))
-					.mode(ConsumptionMode.TRANSACTIONAL)
-					.build())
-				.build());
+		this.listeners.registry(Duration.ofMillis(200));
+		this.listeners.start(ListenerFixture.endpoint("ledger", Integer.class, listener,
+				properties("ledger").errorHandler(deadLetter).mode(ConsumptionMode.TRANSACTIONAL)));
 		assertThat(blocked.await(30, TimeUnit.SECONDS)).isTrue();
-		this.registry.stop();
-		this.registry = null;
+		this.listeners.stop();
 
 		Set<Long> left = Set.copyOf(this.jdbc.queryForList("SELECT id FROM pgqueue.message WHERE queue = 'ledger'",
 				Long.class));
@@ -169,7 +152,7 @@ class TransactionalRollbackIntegrationTests {
 		assertThat(runs.get(blocking - 1)).as("the message before it ran").hasValue(1);
 
 		// The rest runs on a new listener; each message takes effect once in all.
-		start(Duration.ofSeconds(5), endpoint("ledger-again", 1, 10, failingOnce(Set.of(), runs)));
+		this.listeners.start(endpoint("ledger-again", 1, 10, failingOnce(Set.of(), runs)));
 		await().atMost(Duration.ofSeconds(60)).until(() -> count("ledger") == 0);
 		assertThat(count("ledger.dlq")).isEqualTo(1);
 		assertEveryEffectOnce(ids.subList(1, ids.size()));
@@ -186,23 +169,16 @@ class TransactionalRollbackIntegrationTests {
 			.withBackoff(Duration.ofMillis(10), 1.0, Duration.ofMillis(10)));
 		List<Long> ids = this.template.sendBatch("ledger", List.of(1, 2, 3, 4));
 		Map<Integer, AtomicInteger> runs = new ConcurrentHashMap<>();
-		start(Duration.ofSeconds(5), QueueListenerEndpoint.builder("ledger")
-				.listener(Integer.class, (message, ack) -> {
-					int n = (Integer) message.payload();
-					runs.computeIfAbsent(n, (k) -> new AtomicInteger()).incrementAndGet();
-					this.appJdbc.update("INSERT INTO tx_effect (message_id, attempt) VALUES (?, ?)", message.id(),
-							message.attempt());
-					ack.ack();
-					if (message.attempt() == 1 && (n == 1 || n == 3)) {
-						throw new IllegalStateException("message " + n + " fails after its ack");
-					}
-				})
-				.containerProperties(ContainerProperties.builder(List.of("ledger"))
-					.ackMode(AckMode.MANUAL)
-					.pollInterval(Duration.ofMillis(50))
-					.mode(ConsumptionMode.TRANSACTIONAL)
-					.build())
-				.build());
+		this.listeners.start(ListenerFixture.endpoint("ledger", Integer.class, (message, ack) -> {
+			int n = (Integer) message.payload();
+			runs.computeIfAbsent(n, (k) -> new AtomicInteger()).incrementAndGet();
+			this.appJdbc.update("INSERT INTO tx_effect (message_id, attempt) VALUES (?, ?)", message.id(),
+					message.attempt());
+			ack.ack();
+			if (message.attempt() == 1 && (n == 1 || n == 3)) {
+				throw new IllegalStateException("message " + n + " fails after its ack");
+			}
+		}, properties("ledger").ackMode(AckMode.MANUAL).mode(ConsumptionMode.TRANSACTIONAL)));
 
 		await().atMost(Duration.ofSeconds(30)).until(() -> count("ledger") == 0);
 		assertThat(count("ledger.dlq")).isZero();
@@ -246,23 +222,8 @@ class TransactionalRollbackIntegrationTests {
 	}
 
 	private QueueListenerEndpoint endpoint(String id, int concurrency, int batchSize, QueueMessageListener listener) {
-		return QueueListenerEndpoint.builder(id)
-				.listener(Integer.class, listener)
-				.containerProperties(ContainerProperties.builder(List.of("ledger"))
-					.concurrency(concurrency)
-					.batchSize(batchSize)
-					.pollInterval(Duration.ofMillis(50))
-					.mode(ConsumptionMode.TRANSACTIONAL)
-					.build())
-				.build();
-	}
-
-	private void start(Duration shutdownTimeout, QueueListenerEndpoint... endpoints) {
-		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.consumerPool, shutdownTimeout);
-		for (QueueListenerEndpoint endpoint : endpoints) {
-			this.registry.registerListenerEndpoint(endpoint);
-		}
-		this.registry.start();
+		return ListenerFixture.endpoint(id, Integer.class, listener,
+				properties("ledger").concurrency(concurrency).batchSize(batchSize).mode(ConsumptionMode.TRANSACTIONAL));
 	}
 
 }

@@ -141,11 +141,25 @@ final class ChaosDatabase {
 		return count("SELECT count(*) FROM chaos.held_by(chaos.backends_of(?))", applicationName);
 	}
 
-	/** Waits until every backend of {@code applicationName} has finished its statement. */
+	/**
+	 * Waits until every backend of {@code applicationName} has finished its statement; if one does
+	 * not, fails saying what those backends are doing and waiting for.
+	 */
 	void awaitIdle(String applicationName) {
-		await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10))
-			.until(() -> count("SELECT count(*) FROM pg_stat_activity WHERE application_name = ? AND state = 'active'",
-					applicationName) == 0);
+		try {
+			await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10))
+				.until(() -> count("SELECT count(*) FROM pg_stat_activity WHERE application_name = ? AND state = 'active'",
+						applicationName) == 0);
+		}
+		catch (ConditionTimeoutException ex) {
+			List<String> active = this.jdbc.queryForList("""
+					SELECT format('pid %s %s, waiting for %s/%s, blocked by %s, %s s: %s', a.pid, a.state,
+					              a.wait_event_type, a.wait_event, pg_blocking_pids(a.pid),
+					              round(extract(epoch FROM now() - a.query_start)::numeric, 1), left(a.query, 300))
+					  FROM pg_stat_activity a WHERE a.application_name = ?""", String.class, applicationName);
+			throw new AssertionError("The backends of " + applicationName + " did not become idle within 20 s: "
+					+ active, ex);
+		}
 	}
 
 	/**

@@ -52,7 +52,7 @@ public final class QueueContext {
 
 	private QueueContext(Builder builder) {
 		this.dataSource = builder.dataSource;
-		this.sql = new QueueSql(builder.schema);
+		this.sql = QueueSql.of(builder.schema);
 		this.jdbc = new JdbcTemplate(builder.dataSource);
 		this.removals = new RecordedRemovals(builder.dataSource, this.sql);
 		this.converter = builder.converter;

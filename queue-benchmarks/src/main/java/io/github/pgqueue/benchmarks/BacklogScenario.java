@@ -146,7 +146,7 @@ final class BacklogScenario {
 
 	/** Writes EXPLAIN (ANALYZE, BUFFERS) of pgqueue's claim of one batch to {@code target/explain-claim-<label>.txt}. */
 	static void explainClaim(BenchContext context, String label) {
-		QueueSql sql = new QueueSql("pgqueue");
+		QueueSql sql = QueueSql.of("pgqueue");
 		StringBuilder plan = new StringBuilder();
 		try (Connection connection = context.database().adminPool().getConnection()) {
 			int namespace;

@@ -201,7 +201,7 @@ final class FilterScenario {
 
 	/** Writes EXPLAIN (ANALYZE, BUFFERS) of the filtered session claim of one batch, custom and generic plan. */
 	private void explain(String label) {
-		QueueSql sql = new QueueSql("pgqueue");
+		QueueSql sql = QueueSql.of("pgqueue");
 		StringBuilder plan = new StringBuilder();
 		try (Connection connection = this.context.database().adminPool().getConnection()) {
 			int namespace;

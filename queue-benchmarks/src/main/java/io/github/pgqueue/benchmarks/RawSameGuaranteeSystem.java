@@ -28,7 +28,7 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 	/** As the consumer session: claims from the head made while each one's rows were all raced. */
 	private static final int RACED_CLAIM_ATTEMPTS = 3;
 
-	private final QueueSql sql = new QueueSql("pgqueue");
+	private final QueueSql sql = QueueSql.of("pgqueue");
 
 	/**
 	 * As pgqueue's pollers: one session at a time may take messages whose consumer died, the

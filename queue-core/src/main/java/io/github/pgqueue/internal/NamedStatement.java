@@ -23,6 +23,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import org.springframework.jdbc.core.PreparedStatementCreator;
+import org.springframework.jdbc.core.SqlProvider;
+
 /**
  * One statement of pgqueue's {@code .sql} resources (in {@code io/github/pgqueue/internal/sql/}),
  * for one schema, with the record {@code P} whose components are its parameters.
@@ -75,6 +78,12 @@ public final class NamedStatement<P extends Record> {
 
 	private final MethodHandle[] accessors;
 
+	/** Whether the text still has its {@code {batch}} marks: a claim's template, not a statement to run. */
+	private final boolean takesBatchSize;
+
+	/** Per record component, what it binds as. */
+	private final SqlType[] types;
+
 	private final Map<Long, NamedStatement<P>> variants;
 
 	private NamedStatement(String name, String template, Class<P> parameters, Map<Long, NamedStatement<P>> variants) {
@@ -84,10 +93,13 @@ public final class NamedStatement<P extends Record> {
 		this.variants = variants;
 		this.components = parameters.getRecordComponents();
 		this.accessors = new MethodHandle[this.components.length];
+		this.types = new SqlType[this.components.length];
 		Map<String, Integer> byName = new HashMap<>();
 		MethodHandles.Lookup lookup = MethodHandles.lookup();
 		for (int i = 0; i < this.components.length; i++) {
 			byName.put(snakeCase(this.components[i].getName()), i);
+			this.types[i] = SqlType.of(this.components[i].getType(),
+					"Parameter " + this.components[i].getName() + " of " + parameters.getSimpleName());
 			try {
 				this.components[i].getAccessor().setAccessible(true);
 				this.accessors[i] = lookup.unreflect(this.components[i].getAccessor())
@@ -112,6 +124,7 @@ public final class NamedStatement<P extends Record> {
 		}
 		matcher.appendTail(sql);
 		this.sql = sql.toString();
+		this.takesBatchSize = this.sql.contains("{batch}");
 		this.slots = slots.stream().mapToInt(Integer::intValue).toArray();
 	}
 
@@ -196,7 +209,7 @@ public final class NamedStatement<P extends Record> {
 		if (batchSize < 1) {
 			throw new IllegalArgumentException("A claim takes at least one message, not " + batchSize);
 		}
-		if (!this.template.contains("{batch}")) {
+		if (!this.takesBatchSize) {
 			throw new IllegalStateException("Statement '" + this.name + "' has no batch size");
 		}
 		return this.variants.computeIfAbsent(2L * batchSize + (filtered ? 1 : 0),
@@ -221,15 +234,36 @@ public final class NamedStatement<P extends Record> {
 
 	/** The JDBC text, with {@code ?} for each parameter. */
 	public String sql() {
-		if (this.sql.contains("{batch}")) {
+		if (this.takesBatchSize) {
 			throw new IllegalStateException("Statement '" + this.name + "' takes a batch size: use variant()");
 		}
 		return this.sql;
 	}
 
 	/** What prepares this statement with {@code parameters} for Spring's {@code JdbcTemplate}. */
-	public org.springframework.jdbc.core.PreparedStatementCreator with(P parameters) {
-		return (connection) -> prepare(connection, parameters);
+	public PreparedStatementCreator with(P parameters) {
+		return new Creator(parameters);
+	}
+
+	/** A creator that also gives its SQL, so that Spring's errors and logs name the statement. */
+	private final class Creator implements PreparedStatementCreator, SqlProvider {
+
+		private final P parameters;
+
+		Creator(P parameters) {
+			this.parameters = parameters;
+		}
+
+		@Override
+		public PreparedStatement createPreparedStatement(Connection connection) throws SQLException {
+			return prepare(connection, this.parameters);
+		}
+
+		@Override
+		public String getSql() {
+			return NamedStatement.this.name + ": " + sql();
+		}
+
 	}
 
 	/** Prepares this statement on {@code connection} and binds {@code parameters}. */
@@ -246,10 +280,8 @@ public final class NamedStatement<P extends Record> {
 	}
 
 	/**
-	 * Binds {@code parameters} to {@code ps}, a statement prepared from {@link #sql()}. Types:
-	 * String text, int/Integer integer, long/Long bigint, boolean/Boolean boolean, double/Double
-	 * double precision, Instant timestamptz, Long[] bigint[], Integer[] integer[], String[] text[];
-	 * a null binds a null of that type.
+	 * Binds {@code parameters} to {@code ps}, a statement prepared from {@link #sql()}; a null binds
+	 * a null of the component's type (see {@link SqlType}).
 	 */
 	public void bind(PreparedStatement ps, P parameters) throws SQLException {
 		Object[] values = new Object[this.components.length];
@@ -257,10 +289,10 @@ public final class NamedStatement<P extends Record> {
 		for (int i = 0; i < this.slots.length; i++) {
 			int component = this.slots[i];
 			if (!read[component]) {
-				values[component] = toSql(ps.getConnection(), component, value(component, parameters));
+				values[component] = this.types[component].toSql(ps.getConnection(), value(component, parameters));
 				read[component] = true;
 			}
-			set(ps, i + 1, this.components[component].getType(), values[component]);
+			this.types[component].set(ps, i + 1, values[component]);
 		}
 	}
 
@@ -274,79 +306,65 @@ public final class NamedStatement<P extends Record> {
 		}
 	}
 
-	private Object toSql(Connection connection, int component, Object value) throws SQLException {
-		if (value == null) {
-			return null;
-		}
-		Class<?> type = this.components[component].getType();
-		if (type == Long[].class) {
-			return connection.createArrayOf("bigint", (Object[]) value);
-		}
-		if (type == Integer[].class) {
-			return connection.createArrayOf("int4", (Object[]) value);
-		}
-		if (type == String[].class) {
-			return connection.createArrayOf("text", (Object[]) value);
-		}
-		if (type == Instant.class) {
-			return Timestamp.from((Instant) value);
-		}
-		return value;
-	}
+	/** What a parameter record component binds as, by its Java type. */
+	private enum SqlType {
 
-	private static void set(PreparedStatement ps, int index, Class<?> type, Object value) throws SQLException {
-		if (value == null) {
-			ps.setNull(index, sqlType(type));
-		}
-		else if (value instanceof String string) {
-			ps.setString(index, string);
-		}
-		else if (value instanceof Integer number) {
-			ps.setInt(index, number);
-		}
-		else if (value instanceof Long number) {
-			ps.setLong(index, number);
-		}
-		else if (value instanceof Boolean flag) {
-			ps.setBoolean(index, flag);
-		}
-		else if (value instanceof Double number) {
-			ps.setDouble(index, number);
-		}
-		else if (value instanceof Timestamp timestamp) {
-			ps.setTimestamp(index, timestamp);
-		}
-		else if (value instanceof Array array) {
-			ps.setArray(index, array);
-		}
-		else {
-			throw new IllegalArgumentException("No SQL type for parameter of " + type.getName());
-		}
-	}
+		TEXT(Types.VARCHAR, null), INTEGER(Types.INTEGER, null), BIGINT(Types.BIGINT, null),
+		BOOLEAN(Types.BOOLEAN, null), DOUBLE(Types.DOUBLE, null), TIMESTAMPTZ(Types.TIMESTAMP_WITH_TIMEZONE, null),
+		BIGINT_ARRAY(Types.ARRAY, "bigint"), INTEGER_ARRAY(Types.ARRAY, "int4"), TEXT_ARRAY(Types.ARRAY, "text");
 
-	private static int sqlType(Class<?> type) {
-		if (type == String.class) {
-			return Types.VARCHAR;
+		private final int jdbcType;
+
+		/** The element type of an array, null for a scalar. */
+		private final String elementType;
+
+		SqlType(int jdbcType, String elementType) {
+			this.jdbcType = jdbcType;
+			this.elementType = elementType;
 		}
-		if (type == Integer.class || type == int.class) {
-			return Types.INTEGER;
+
+		static SqlType of(Class<?> type, String where) {
+			Map<Class<?>, SqlType> types = Map.ofEntries(Map.entry(String.class, TEXT), Map.entry(Integer.class, INTEGER),
+					Map.entry(int.class, INTEGER), Map.entry(Long.class, BIGINT), Map.entry(long.class, BIGINT),
+					Map.entry(Boolean.class, BOOLEAN), Map.entry(boolean.class, BOOLEAN), Map.entry(Double.class, DOUBLE),
+					Map.entry(double.class, DOUBLE), Map.entry(Instant.class, TIMESTAMPTZ),
+					Map.entry(Long[].class, BIGINT_ARRAY), Map.entry(Integer[].class, INTEGER_ARRAY),
+					Map.entry(String[].class, TEXT_ARRAY));
+			SqlType sqlType = types.get(type);
+			if (sqlType == null) {
+				throw new IllegalStateException(where + " is a " + type.getName() + ", which has no SQL type here; "
+						+ "use one of " + types.keySet().stream().map(Class::getSimpleName).sorted().toList());
+			}
+			return sqlType;
 		}
-		if (type == Long.class || type == long.class) {
-			return Types.BIGINT;
+
+		/** The value as the driver takes it: an array made on {@code connection}, an Instant as a Timestamp. */
+		Object toSql(Connection connection, Object value) throws SQLException {
+			if (value == null) {
+				return null;
+			}
+			if (this.elementType != null) {
+				return connection.createArrayOf(this.elementType, (Object[]) value);
+			}
+			return (this == TIMESTAMPTZ) ? Timestamp.from((Instant) value) : value;
 		}
-		if (type == Boolean.class || type == boolean.class) {
-			return Types.BOOLEAN;
+
+		void set(PreparedStatement ps, int index, Object value) throws SQLException {
+			if (value == null) {
+				ps.setNull(index, this.jdbcType);
+				return;
+			}
+			switch (this) {
+				case TEXT -> ps.setString(index, (String) value);
+				case INTEGER -> ps.setInt(index, (Integer) value);
+				case BIGINT -> ps.setLong(index, (Long) value);
+				case BOOLEAN -> ps.setBoolean(index, (Boolean) value);
+				case DOUBLE -> ps.setDouble(index, (Double) value);
+				case TIMESTAMPTZ -> ps.setTimestamp(index, (Timestamp) value);
+				default -> ps.setArray(index, (Array) value);
+			}
 		}
-		if (type == Double.class || type == double.class) {
-			return Types.DOUBLE;
-		}
-		if (type == Instant.class) {
-			return Types.TIMESTAMP_WITH_TIMEZONE;
-		}
-		if (type.isArray()) {
-			return Types.ARRAY;
-		}
-		throw new IllegalArgumentException("No SQL type for parameter of " + type.getName());
+
 	}
 
 	@Override

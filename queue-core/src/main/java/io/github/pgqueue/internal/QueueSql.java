@@ -351,7 +351,17 @@ public final class QueueSql {
 
 	private final String schema;
 
-	public QueueSql(String schema) {
+	private static final java.util.Map<String, QueueSql> BY_SCHEMA = new java.util.concurrent.ConcurrentHashMap<>();
+
+	/**
+	 * The statements of {@code schema}: one instance per schema in a JVM, so that a context and the
+	 * listener containers built on it share statements and their claim variants.
+	 */
+	public static QueueSql of(String schema) {
+		return BY_SCHEMA.computeIfAbsent(QueueNames.requireSchema(schema), QueueSql::new);
+	}
+
+	private QueueSql(String schema) {
 		this.schema = QueueNames.requireSchema(schema);
 		String s = this.schema;
 		this.namespace = NamedStatement.load(s, "session", "namespace", None.class);

@@ -88,7 +88,7 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 	public QueueListenerEndpointRegistry(QueueContext context, DataSource consumerDataSource,
 			Duration shutdownTimeout) {
 		this.context = context;
-		this.sql = new QueueSql(context.schema());
+		this.sql = QueueSql.of(context.schema());
 		this.consumerDataSource = consumerDataSource;
 		this.shutdownTimeout = shutdownTimeout;
 		this.metrics = new ListenerMetrics(context.meterRegistry());

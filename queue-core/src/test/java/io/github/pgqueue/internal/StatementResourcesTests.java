@@ -20,6 +20,7 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The statement resources and their tests agree: every {@code -- name:} of the four
@@ -77,6 +78,20 @@ class StatementResourcesTests {
 			assertThat(text).as(claim.name()).contains("LIMIT 7 + " + QueueSql.CLAIM_WINDOW)
 				.doesNotContainPattern("\\+ (?!" + QueueSql.CLAIM_WINDOW + "\\b)\\d{3,}");
 		}
+	}
+
+	/** A record that does not fit its statement is refused when the statement loads, saying why. */
+	@Test
+	void aRecordThatDoesNotFitItsStatementIsRefusedWhenItLoads() {
+		assertThatThrownBy(() -> NamedStatement.load("pgqueue", "admin", "exists", DateId.class))
+			.isInstanceOf(IllegalStateException.class)
+			.hasMessageContaining("Parameter id of DateId is a java.util.Date");
+		assertThatThrownBy(() -> NamedStatement.load("pgqueue", "admin", "exists", QueueSql.Queue.class))
+			.isInstanceOf(IllegalStateException.class)
+			.hasMessageContaining("has parameter :id, which its record Queue does not have");
+	}
+
+	private record DateId(java.util.Date id, String queue) {
 	}
 
 	@Test

@@ -47,7 +47,7 @@ final class ChaosDatabase implements AutoCloseable {
 
 	private final JdbcTemplate jdbc;
 
-	private QueueTestSupport queues;
+	private final QueueTestSupport queues;
 
 	private ChaosDatabase() {
 		this.postgres = EmbeddedPostgres.get();
@@ -59,7 +59,7 @@ final class ChaosDatabase implements AutoCloseable {
 		this.postgres.execute("ALTER DATABASE postgres SET synchronous_commit = on");
 		this.pool = this.postgres.pool("chaos-harness", 8);
 		this.jdbc = new JdbcTemplate(this.pool);
-		initialize();
+		this.queues = initialize();
 	}
 
 	private ChaosDatabase(String url, String username) {
@@ -70,16 +70,17 @@ final class ChaosDatabase implements AutoCloseable {
 		this.jdbc = new JdbcTemplate(this.pool);
 		this.jdbc.execute("ALTER DATABASE postgres SET synchronous_commit = on");
 		this.pool.getHikariPoolMXBean().softEvictConnections();
-		initialize();
+		this.queues = initialize();
 	}
 
-	private void initialize() {
+	/** Checks that sessions commit synchronously and creates the suite's schema. */
+	private QueueTestSupport initialize() {
 		String commit = this.jdbc.queryForObject("SHOW synchronous_commit", String.class);
 		if (!"on".equals(commit)) {
 			throw new IllegalStateException("Sessions must commit synchronously, but synchronous_commit is " + commit);
 		}
 		this.jdbc.execute(resource("chaos/schema.sql"));
-		this.queues = new QueueTestSupport(template());
+		return new QueueTestSupport(template());
 	}
 
 	static synchronized ChaosDatabase get() {

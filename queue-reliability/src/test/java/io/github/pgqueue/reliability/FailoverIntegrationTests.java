@@ -22,9 +22,6 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  */
 class FailoverIntegrationTests {
 
-	/** How long the driver trusts what it learnt of a host (primary or standby); its default is 10 s. */
-	private static final Duration HOST_RECHECK = Duration.ofSeconds(2);
-
 	/** The bound the guide states: from the promotion to every listener delivering again. */
 	static final Duration RESUME_BOUND = Duration.ofSeconds(20);
 
@@ -37,7 +34,7 @@ class FailoverIntegrationTests {
 		String queue = "chaos-failover";
 		int consumers = 3;
 		try (ReplicatedPair pair = ReplicatedPair.start();
-				ChaosDatabase database = ChaosDatabase.on(pair.multiHostUrl(HOST_RECHECK), pair.primary().username());
+				ChaosDatabase database = ChaosDatabase.on(pair.multiHostUrl(), pair.primary().username());
 				ConsumerFleet fleet = new ConsumerFleet(database, "failover", ConsumerSpec.of(queue).batchSize(10));
 				Producer producer = new Producer(database, queue, (key) -> Job.of(key, 20))) {
 			database.reset();

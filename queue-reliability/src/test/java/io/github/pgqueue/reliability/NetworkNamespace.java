@@ -61,6 +61,8 @@ final class NetworkNamespace implements AutoCloseable {
 		NetworkNamespace namespace = new NetworkNamespace(name, "10.213." + x);
 		try {
 			namespace.build();
+			// Also when the JVM is stopped before the test's own clean-up runs (a fork timeout).
+			Runtime.getRuntime().addShutdownHook(new Thread(namespace::close, "delete-" + name));
 			return namespace;
 		}
 		catch (RuntimeException ex) {

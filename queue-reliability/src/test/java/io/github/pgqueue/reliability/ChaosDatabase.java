@@ -11,6 +11,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 
+import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.test.QueueTestSupport;
@@ -27,12 +28,20 @@ import static org.awaitility.Awaitility.await;
  * applied) with the suite's {@code chaos} schema, and the database side of every fault: which
  * claims a session holds, terminating sessions, and crashing the server. The server is queue-core's
  * rather than queue-test's because the suite restarts and crashes it on its data directory.
+ * Scenarios that need a server of their own (a replicated pair, a server reachable from a network
+ * namespace) use {@link #on(String, String)} with a URL of that server.
  */
-final class ChaosDatabase {
+final class ChaosDatabase implements AutoCloseable {
 
 	private static ChaosDatabase instance;
 
+	/** The shared server, or null for a database of a scenario's own server. */
 	private final EmbeddedPostgres postgres;
+
+	/** The URL without {@code ApplicationName}: one host, or several with {@code targetServerType}. */
+	private final String url;
+
+	private final String username;
 
 	private final HikariDataSource pool;
 
@@ -42,18 +51,36 @@ final class ChaosDatabase {
 
 	private ChaosDatabase() {
 		this.postgres = EmbeddedPostgres.get();
+		this.url = this.postgres.jdbcUrl();
+		this.username = this.postgres.username();
 		// The embedded server runs with synchronous_commit off for speed. A crash would then lose
 		// commits that clients were told about (sends, deliveries, acks) and the count would blame
 		// pgqueue for it: every session the suite and its consumers open commits synchronously.
 		this.postgres.execute("ALTER DATABASE postgres SET synchronous_commit = on");
 		this.pool = this.postgres.pool("chaos-harness", 8);
 		this.jdbc = new JdbcTemplate(this.pool);
+		this.queues = initialize();
+	}
+
+	private ChaosDatabase(String url, String username) {
+		this.postgres = null;
+		this.url = url;
+		this.username = username;
+		this.pool = pool("chaos-harness", 8);
+		this.jdbc = new JdbcTemplate(this.pool);
+		this.jdbc.execute("ALTER DATABASE postgres SET synchronous_commit = on");
+		this.pool.getHikariPoolMXBean().softEvictConnections();
+		this.queues = initialize();
+	}
+
+	/** Checks that sessions commit synchronously and creates the suite's schema. */
+	private QueueTestSupport initialize() {
 		String commit = this.jdbc.queryForObject("SHOW synchronous_commit", String.class);
 		if (!"on".equals(commit)) {
 			throw new IllegalStateException("Sessions must commit synchronously, but synchronous_commit is " + commit);
 		}
 		this.jdbc.execute(resource("chaos/schema.sql"));
-		this.queues = new QueueTestSupport(template());
+		return new QueueTestSupport(template());
 	}
 
 	static synchronized ChaosDatabase get() {
@@ -63,13 +90,21 @@ final class ChaosDatabase {
 		return instance;
 	}
 
+	/**
+	 * The suite's view of a database of another server, whose pgqueue migrations are applied; the
+	 * caller closes it. {@code url} may name several hosts ({@code targetServerType=primary}).
+	 */
+	static ChaosDatabase on(String url, String username) {
+		return new ChaosDatabase(url, username);
+	}
+
 	/** The URL consumers connect with; their sessions show {@code applicationName}. */
 	String jdbcUrl(String applicationName) {
-		return this.postgres.jdbcUrl() + "?ApplicationName=" + applicationName;
+		return this.url + (this.url.contains("?") ? "&" : "?") + "ApplicationName=" + applicationName;
 	}
 
 	String username() {
-		return this.postgres.username();
+		return this.username;
 	}
 
 	JdbcTemplate jdbc() {
@@ -78,7 +113,16 @@ final class ChaosDatabase {
 
 	/** A new pool, which the caller closes. */
 	HikariDataSource pool(String applicationName, int size) {
-		return this.postgres.pool(applicationName, size);
+		if (this.postgres != null) {
+			return this.postgres.pool(applicationName, size);
+		}
+		HikariConfig config = new HikariConfig();
+		config.setPoolName(applicationName);
+		config.setJdbcUrl(jdbcUrl(applicationName));
+		config.setUsername(this.username);
+		config.setMaximumPoolSize(size);
+		config.setMinimumIdle(0);
+		return new HikariDataSource(config);
 	}
 
 	/** A template on the harness's pool. */
@@ -93,7 +137,13 @@ final class ChaosDatabase {
 
 	/** Empties pgqueue's tables (ids start again at 1) and the suite's. */
 	void reset() {
-		this.postgres.reset();
+		if (this.postgres != null) {
+			this.postgres.reset();
+		}
+		else {
+			this.jdbc.execute("TRUNCATE pgqueue.message, pgqueue.queue, pgqueue.binding, pgqueue.exchange, "
+					+ "pgqueue.holding RESTART IDENTITY");
+		}
 		this.jdbc.execute("TRUNCATE chaos.delivery, chaos.fault, chaos.consumer, chaos.effect");
 	}
 
@@ -139,6 +189,27 @@ final class ChaosDatabase {
 	/** How many messages the sessions of {@code applicationName} hold claimed right now. */
 	long claimsOf(String applicationName) {
 		return count("SELECT count(*) FROM chaos.held_by(chaos.backends_of(?))", applicationName);
+	}
+
+	/**
+	 * Messages listed in {@code pgqueue.holding} (the ids each consumer session holds): none may be
+	 * left once a queue is drained, whatever happened to the sessions that listed them.
+	 */
+	long heldIdsLeft() {
+		return count("SELECT count(*) FROM pgqueue.holding h, unnest(h.ids) AS i");
+	}
+
+	/** Drops the harness's connections, so that the next ones go to the server that is primary now. */
+	void reconnect() {
+		this.pool.getHikariPoolMXBean().softEvictConnections();
+	}
+
+	/** Closes the harness's pool of a scenario's own server; the shared one stays open. */
+	@Override
+	public void close() {
+		if (this.postgres == null) {
+			this.pool.close();
+		}
 	}
 
 	/**
@@ -199,6 +270,9 @@ final class ChaosDatabase {
 	 * it again on the same data directory and port.
 	 */
 	void crashAndRestart(Runnable whileDown) {
+		if (this.postgres == null) {
+			throw new IllegalStateException("Only the shared server is crashed and restarted here");
+		}
 		Path dataDirectory = Path.of(this.jdbc.queryForObject("SHOW data_directory", String.class));
 		long postmaster = postmasterPid(dataDirectory);
 		Signals.send("QUIT", postmaster);

@@ -14,6 +14,11 @@ final class ChaosSettings {
 	private ChaosSettings() {
 	}
 
+	/** Whether this is the full run. */
+	static boolean full() {
+		return FULL;
+	}
+
 	/** {@code reduced} in the reduced run, {@code full} in the full one. */
 	static int pick(int reduced, int full) {
 		return FULL ? full : reduced;

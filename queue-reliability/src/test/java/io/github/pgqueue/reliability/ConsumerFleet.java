@@ -47,7 +47,7 @@ final class ConsumerFleet implements AutoCloseable {
 	/** Starts one more consumer without waiting for it. */
 	synchronized ConsumerProcess startOne() {
 		String name = this.scenario + "-c" + (++this.started);
-		ConsumerProcess consumer = ConsumerProcess.start(name, this.spec.jvmOptions(),
+		ConsumerProcess consumer = ConsumerProcess.start(name, this.spec.launcher(), this.spec.jvmOptions(),
 				this.spec.arguments(name, this.database),
 				ChaosSettings.workDirectory().resolve(this.scenario).resolve(name + ".log"));
 		this.consumers.add(consumer);

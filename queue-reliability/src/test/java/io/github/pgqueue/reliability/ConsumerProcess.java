@@ -34,7 +34,16 @@ final class ConsumerProcess {
 
 	/** Starts {@code name} with {@code arguments} (Spring Boot's {@code --key=value}), logging to {@code log}. */
 	static ConsumerProcess start(String name, List<String> jvmOptions, List<String> arguments, Path log) {
-		List<String> command = new ArrayList<>();
+		return start(name, List.of(), jvmOptions, arguments, log);
+	}
+
+	/**
+	 * Starts {@code name} through {@code launcher} (a command that runs the JVM in place of itself,
+	 * such as {@code ip netns exec <namespace>}: the process's pid stays the JVM's).
+	 */
+	static ConsumerProcess start(String name, List<String> launcher, List<String> jvmOptions, List<String> arguments,
+			Path log) {
+		List<String> command = new ArrayList<>(launcher);
 		command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
 		command.addAll(JVM_OPTIONS);
 		command.addAll(jvmOptions);

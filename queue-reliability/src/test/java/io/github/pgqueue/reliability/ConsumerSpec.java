@@ -17,6 +17,13 @@ final class ConsumerSpec {
 
 	private final List<String> jvmOptions = new ArrayList<>();
 
+	private List<String> launcher = List.of();
+
+	/** Hosts that replace {@code localhost} in the consumer's URL and in its recorder's, or null. */
+	private String queueHost;
+
+	private String recorderHost;
+
 	private ConsumerSpec(String queue) {
 		this.queue = queue;
 		property("chaos.queue", queue);
@@ -61,19 +68,38 @@ final class ConsumerSpec {
 		return List.copyOf(this.jvmOptions);
 	}
 
+	/**
+	 * Consumers run inside {@code namespace}, reaching PostgreSQL on the host ends of its links:
+	 * the queue's sessions on the queue link, the recorder on the record link.
+	 */
+	ConsumerSpec inside(NetworkNamespace namespace) {
+		this.launcher = namespace.launcher();
+		this.queueHost = namespace.queueHost();
+		this.recorderHost = namespace.recordHost();
+		return this;
+	}
+
+	List<String> launcher() {
+		return this.launcher;
+	}
+
 	/** The command line of consumer {@code name}: its sessions show {@code name} as application name. */
 	List<String> arguments(String name, ChaosDatabase database) {
 		Map<String, String> all = new LinkedHashMap<>();
-		all.put("spring.datasource.url", database.jdbcUrl(name));
+		all.put("spring.datasource.url", onHost(database.jdbcUrl(name), this.queueHost));
 		all.put("spring.datasource.username", database.username());
 		all.put("spring.datasource.hikari.maximum-pool-size", "4");
 		all.put("spring.datasource.hikari.minimum-idle", "0");
 		all.put("chaos.consumer", name);
-		all.put("chaos.recorder-url", database.jdbcUrl("rec-" + name));
+		all.put("chaos.recorder-url", onHost(database.jdbcUrl("rec-" + name), this.recorderHost));
 		all.putAll(this.properties);
 		List<String> arguments = new ArrayList<>();
 		all.forEach((key, value) -> arguments.add("--" + key + "=" + value));
 		return arguments;
+	}
+
+	private static String onHost(String url, String host) {
+		return (host != null) ? url.replace("//localhost:", "//" + host + ":") : url;
 	}
 
 }

@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
 
@@ -12,20 +13,67 @@ import java.util.List;
  * a multi-row {@code INSERT} per batch, and receive + ack in one delete-on-read statement
  * (at-most-once: a consumer that dies after it loses the batch). Delayed messages are inserted with
  * their {@code visible_at}, and their consumer sleeps until the next one is due.
+ * <p>
+ * The receive is planned one of two ways ({@link Planning}): {@code raw-sql} plans it as pgqueue
+ * plans its claims (the batch size a literal, one generic plan per connection, sequential scans
+ * off), {@code raw-sql-planned} binds the batch size and leaves planning to PostgreSQL's default,
+ * which plans it again at every call. The drain scenario measures both and says which is faster.
  */
 final class RawSqlSystem extends MessageTableSystem {
 
+	/** How a consumer's receive is planned. */
+	enum Planning {
+
+		/**
+		 * {@code raw-sql}: the batch size written into the statement as a literal, and the
+		 * consumer's connection set to one generic plan per prepared statement and no sequential
+		 * scans, as pgqueue's consumers are: planned once per connection.
+		 */
+		GENERIC("raw-sql"),
+
+		/**
+		 * {@code raw-sql-planned}: {@code LIMIT ?} bound at every call under the server's default
+		 * settings. PostgreSQL's generic plan of it is estimated for an unknown limit and looks
+		 * dearer than a custom one, so the statement is planned anew at every call.
+		 */
+		PER_CALL("raw-sql-planned");
+
+		private final String systemName;
+
+		Planning(String systemName) {
+			this.systemName = systemName;
+		}
+
+	}
+
 	private static final String INSERT_ONE = "INSERT INTO pgqueue.message (queue, payload) VALUES (?, ?::jsonb)";
 
-	// ORDER BY follows the claim index (queue, priority, visible_at, id), which is pgqueue's own
-	// delivery order; "ORDER BY priority, id" would have to sort every visible row of a priority.
-	private static final String RECEIVE = """
+	/**
+	 * The receive with its batch size as a literal ({@code %d}, written once per batch size). ORDER
+	 * BY follows the claim index (queue, priority, visible_at, id), which is pgqueue's own delivery
+	 * order; "ORDER BY priority, id" would have to sort every visible row of a priority.
+	 */
+	private static final String RECEIVE_LITERAL = """
+			DELETE FROM pgqueue.message
+			 WHERE id IN (SELECT id FROM pgqueue.message
+			               WHERE queue = ? AND visible_at <= now()
+			               ORDER BY priority, visible_at, id
+			               LIMIT %d FOR UPDATE SKIP LOCKED)
+			RETURNING payload::text""";
+
+	/** The same receive with the batch size bound as the second parameter. */
+	private static final String RECEIVE_BOUND = """
 			DELETE FROM pgqueue.message
 			 WHERE id IN (SELECT id FROM pgqueue.message
 			               WHERE queue = ? AND visible_at <= now()
 			               ORDER BY priority, visible_at, id
 			               LIMIT ? FOR UPDATE SKIP LOCKED)
 			RETURNING payload::text""";
+
+	/** A {@link Planning#GENERIC} consumer's session settings, the ones pgqueue's consumers run under. */
+	private static final String GENERIC_PLANS = "SET enable_seqscan = off; SET plan_cache_mode = force_generic_plan";
+
+	private static final String DEFAULT_PLANS = "RESET enable_seqscan; RESET plan_cache_mode";
 
 	private static final String INSERT_DELAYED = """
 			INSERT INTO pgqueue.message (queue, payload, visible_at)
@@ -40,13 +88,22 @@ final class RawSqlSystem extends MessageTableSystem {
 
 	private final String[] multiRowInserts = new String[1001];
 
-	RawSqlSystem(BenchDatabase database) {
+	private final Planning planning;
+
+	RawSqlSystem(BenchDatabase database, Planning planning) {
 		super(database);
+		this.planning = planning;
 	}
 
 	@Override
 	public String name() {
-		return "raw-sql";
+		return this.planning.systemName;
+	}
+
+	/** {@code raw-sql-planned} is only there to be compared with {@code raw-sql} in the drain. */
+	@Override
+	public boolean drainOnly() {
+		return this.planning == Planning.PER_CALL;
 	}
 
 	@Override
@@ -126,13 +183,13 @@ final class RawSqlSystem extends MessageTableSystem {
 
 	@Override
 	public Consumers startConsumers(int concurrency, int batchSize, MessageHandler handler) {
-		return new JdbcWorkers("raw-sql", this.database.consumerPool(), QUEUE, concurrency,
+		return new JdbcWorkers(name(), this.database.consumerPool(), QUEUE, concurrency,
 				(connection) -> poller(connection, QUEUE, batchSize, handler));
 	}
 
 	@Override
 	public Consumers startQueueListeners(List<String> queues, int batchSize, MessageHandler handler) {
-		return new JdbcWorkers("raw-sql", this.database.consumerPool(), queues, PgQueueSystem.POLL_INTERVAL,
+		return new JdbcWorkers(name(), this.database.consumerPool(), queues, PgQueueSystem.POLL_INTERVAL,
 				(connection, queue) -> poller(connection, queue, batchSize, handler));
 	}
 
@@ -143,7 +200,7 @@ final class RawSqlSystem extends MessageTableSystem {
 	 */
 	@Override
 	public Consumers startDelayedConsumer(int batchSize, Duration pollInterval, MessageHandler handler) {
-		return new JdbcWorkers("raw-sql", this.database.consumerPool(), QUEUE, 1, pollInterval, (connection) -> {
+		return new JdbcWorkers(name(), this.database.consumerPool(), QUEUE, 1, pollInterval, (connection) -> {
 			JdbcWorkers.Poller receive = poller(connection, QUEUE, batchSize, handler);
 			PreparedStatement nextDue = connection.prepareStatement(NEXT_DUE);
 			return new JdbcWorkers.Poller() {
@@ -163,24 +220,54 @@ final class RawSqlSystem extends MessageTableSystem {
 					}
 				}
 
+				@Override
+				public void close() throws SQLException {
+					nextDue.close();
+					receive.close();
+				}
+
 			};
 		});
 	}
 
-	private static JdbcWorkers.Poller poller(Connection connection, String queue, int batchSize,
-			MessageHandler handler) throws SQLException {
-		PreparedStatement receive = connection.prepareStatement(RECEIVE);
-		return () -> {
-			receive.setString(1, queue);
-			receive.setInt(2, batchSize);
-			int handled = 0;
-			try (ResultSet rs = receive.executeQuery()) {
-				while (rs.next()) {
-					handler.onMessage(Payloads.sequence(rs.getString(1)));
-					handled++;
+	private JdbcWorkers.Poller poller(Connection connection, String queue, int batchSize, MessageHandler handler)
+			throws SQLException {
+		boolean generic = this.planning == Planning.GENERIC;
+		if (generic) {
+			try (Statement statement = connection.createStatement()) {
+				statement.execute(GENERIC_PLANS);
+			}
+		}
+		PreparedStatement receive = connection
+			.prepareStatement(generic ? RECEIVE_LITERAL.formatted(batchSize) : RECEIVE_BOUND);
+		return new JdbcWorkers.Poller() {
+
+			@Override
+			public int poll() throws SQLException {
+				receive.setString(1, queue);
+				if (!generic) {
+					receive.setInt(2, batchSize);
+				}
+				int handled = 0;
+				try (ResultSet rs = receive.executeQuery()) {
+					while (rs.next()) {
+						handler.onMessage(Payloads.sequence(rs.getString(1)));
+						handled++;
+					}
+				}
+				return handled;
+			}
+
+			@Override
+			public void close() throws SQLException {
+				receive.close();
+				if (generic) {
+					try (Statement statement = connection.createStatement()) {
+						statement.execute(DEFAULT_PLANS);
+					}
 				}
 			}
-			return handled;
+
 		};
 	}
 

@@ -26,6 +26,7 @@ import org.jfree.chart.StandardChartTheme;
 import org.jfree.chart.axis.CategoryAxis;
 import org.jfree.chart.axis.LogAxis;
 import org.jfree.chart.axis.NumberAxis;
+import org.jfree.chart.axis.NumberTickUnit;
 import org.jfree.chart.axis.ValueAxis;
 import org.jfree.chart.block.BlockBorder;
 import org.jfree.chart.plot.CategoryPlot;
@@ -168,20 +169,27 @@ final class Charts {
 		DefaultCategoryDataset dataset = new DefaultCategoryDataset();
 		Map<String, String> series = new LinkedHashMap<>();
 		double smallest = Double.MAX_VALUE;
+		double largest = 0;
 		for (BenchRow row : selected) {
 			dataset.addValue(row.p50Millis(), "p50", row.system());
 			dataset.addValue(row.p99Millis(), "p99", row.system());
-			smallest = Math.min(smallest, row.p50Millis());
+			smallest = Math.min(smallest, Math.max(0.01, row.p50Millis()));
+			largest = Math.max(largest, (row.p99Millis() != null) ? row.p99Millis() : row.p50Millis());
 		}
 		series.put("p50", "p50");
 		series.put("p99", "p99");
 		Map<String, Color> shades = Map.of("p50", PALETTE[0], "p99", PALETTE[1]);
+		// Whole decades from below the fastest p50 to above the slowest p99, one tick each.
+		double lower = Math.pow(10, Math.floor(Math.log10(smallest)));
+		double upper = Math.pow(10, Math.ceil(Math.log10(Math.max(largest, lower * 10) * 1.0001)));
 		LogAxis axis = new LogAxis();
 		axis.setBase(10);
+		axis.setSmallestValue(lower);
 		axis.setNumberFormatOverride(MILLIS);
-		axis.setSmallestValue(Math.max(0.01, smallest / 2));
+		axis.setRange(lower, upper);
+		axis.setTickUnit(new NumberTickUnit(1));
 		JFreeChart chart = bars(title, "ms (log scale)", dataset, axis, series, shades, Map.of());
-		((BarRenderer) chart.getCategoryPlot().getRenderer()).setBase(Math.max(0.01, smallest / 2));
+		((BarRenderer) chart.getCategoryPlot().getRenderer()).setBase(lower);
 		save(chart, file);
 	}
 
@@ -194,7 +202,7 @@ final class Charts {
 		Map<String, String> series = new LinkedHashMap<>();
 		Double offered = null;
 		for (BenchRow row : selected) {
-			String category = row.scenario().substring("pressure-".length()) + " " + row.extra().get("phase");
+			String category = row.scenario().substring("pressure-".length()) + "\n" + row.extra().get("phase");
 			dataset.addValue(row.msgsPerSecond(), row.system(), category);
 			series.put(row.system(), row.system());
 			if (offered == null && "baseline".equals(row.extra().get("phase"))) {
@@ -206,7 +214,8 @@ final class Charts {
 		if (offered != null && offered > 0) {
 			ValueMarker marker = new ValueMarker(offered, Color.DARK_GRAY, new BasicStroke(1.5f, BasicStroke.CAP_BUTT,
 					BasicStroke.JOIN_MITER, 10, new float[] { 6, 4 }, 0));
-			marker.setLabel("offered " + RATE.format(offered) + " msg/s (stress of high-load: 1.5 ×)");
+			marker.setLabel("offered: " + RATE.format(offered) + " msg/s ("
+					+ RATE.format(offered * PressureScenario.HIGH_LOAD_FACTOR) + " in the stress phase of high-load)");
 			marker.setLabelFont(new Font(Font.SANS_SERIF, Font.PLAIN, 14));
 			marker.setLabelAnchor(org.jfree.chart.ui.RectangleAnchor.TOP_RIGHT);
 			marker.setLabelTextAnchor(TextAnchor.BOTTOM_RIGHT);
@@ -242,7 +251,7 @@ final class Charts {
 		plot.setRangeGridlinePaint(new Color(0xCCCCCC));
 		plot.setRangeGridlinesVisible(true);
 		plot.setOutlineVisible(false);
-		categories.setMaximumCategoryLabelLines(2);
+		categories.setMaximumCategoryLabelLines(3);
 		categories.setCategoryMargin(0.15);
 		renderer.setBarPainter(new StandardBarPainter());
 		renderer.setShadowVisible(false);

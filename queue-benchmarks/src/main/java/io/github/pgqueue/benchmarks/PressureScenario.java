@@ -383,6 +383,9 @@ final class PressureScenario {
 		StringBuilder plan = new StringBuilder();
 		try (Connection connection = this.context.database().adminPool().getConnection()) {
 			connection.setAutoCommit(false);
+			try (Statement statement = connection.createStatement()) {
+				statement.execute("SET LOCAL enable_seqscan = off"); // as raw-sql's consumers run
+			}
 			try (Statement statement = connection.createStatement();
 					ResultSet rs = statement.executeQuery("EXPLAIN (ANALYZE, BUFFERS) " + RAW_RECEIVE)) {
 				while (rs.next()) {

@@ -12,15 +12,15 @@ import java.util.Set;
  * {@code steady-seconds=N} and {@code steady-rate=N} (messages/s the producers of steady and churn
  * send together, 0 for flat out; default 2000); {@code backlog-huge=N} (the largest backlog of the
  * backlog scenario, default 10 000 000; 0 leaves it out); {@code drain-seconds=N} (how long each
- * measured drain is sized to last, from the rate its warm-up measured: default 4 in quick mode, 6 in
- * full; never under {@value #MIN_DRAIN_SECONDS}) and {@code drain-runs=N} (measured drains per system
+ * timed drain lasts, from a backlog sized by the rate its warm-up reached: default 3 in quick mode,
+ * 6 in full; never under {@value #MIN_DRAIN_SECONDS}) and {@code drain-runs=N} (measured drains per system
  * and configuration, reported as median and range: default 1 in quick mode, 3 in full). A leading
  * {@code --} on any of them is accepted.
  */
 record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, Duration steady, Duration churn,
 		double steadyRate, int hugeBacklog, Duration drainTime, int drainRuns) {
 
-	/** The shortest a measured drain may last: a shorter one is sized up and run again. */
+	/** The shortest a timed drain may last: one whose backlog ran out sooner is run again from a larger one. */
 	static final int MIN_DRAIN_SECONDS = 3;
 
 	static final List<String> ALL = List.of("send", "send-batch", "drain", "latency-idle", "delayed", "steady",
@@ -84,7 +84,7 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 				scenarios.addAll(only);
 			}
 		}
-		Duration drainTime = Duration.ofSeconds((drainSeconds != null) ? drainSeconds : quick ? 4 : 6);
+		Duration drainTime = Duration.ofSeconds((drainSeconds != null) ? drainSeconds : quick ? MIN_DRAIN_SECONDS : 6);
 		return new BenchOptions(quick, scenarios, systems, steady, churn, steadyRate, hugeBacklog, drainTime,
 				(drainRuns != null) ? drainRuns : quick ? 1 : 3);
 	}
@@ -121,7 +121,7 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 
 	/** The longest warm-up before a measurement, steady or not. */
 	Duration warmUpMax() {
-		return Duration.ofSeconds(this.quick ? 2 : 4);
+		return Duration.ofMillis(this.quick ? 1500 : 4000);
 	}
 
 	/** The longest a drain may run: slow systems are measured on the part of the backlog they get through. */

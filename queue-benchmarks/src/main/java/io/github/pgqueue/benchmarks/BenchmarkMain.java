@@ -64,8 +64,10 @@ public final class BenchmarkMain {
 			ReportWriter report = new ReportWriter(output, machine, mode, mode + " run of " + date + ", " + hardware);
 			for (String scenario : options.scenarios()) {
 				System.out.println("# " + scenario);
+				long scenarioStarted = System.nanoTime();
 				run(scenario, context);
 				report.write(results);
+				System.out.printf("# %s took %.0f s%n", scenario, (System.nanoTime() - scenarioStarted) / 1e9);
 			}
 		}
 		System.out.printf("# done in %.0f s%n", (System.nanoTime() - started) / 1e9);

@@ -8,7 +8,7 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Times consumers working through a backlog that is already in the table; warms them up first and
- * sizes the timed drains by the rate the warm-up reached.
+ * sizes the backlog of the timed drains by the rate the warm-up reached.
  */
 final class Drain {
 
@@ -17,6 +17,9 @@ final class Drain {
 
 	/** A timed drain handles at most this many messages, however fast the system. */
 	static final int MAX_MESSAGES = 3_000_000;
+
+	/** How much more backlog a timed drain starts from than it would take at the warm-up's rate. */
+	static final double BACKLOG_MARGIN = 1.2;
 
 	/** The rate assumed of a system before its first warm-up, to size that warm-up's backlog. */
 	static final double FIRST_GUESS = 5_000;
@@ -67,26 +70,27 @@ final class Drain {
 	}
 
 	/**
-	 * The timed drains of one system and configuration, after {@link #warmUp}: {@code runs} drains,
-	 * each of the messages the consumers handle in {@code drain-seconds} at {@code rate}. A drain
-	 * that took less than {@value BenchOptions#MIN_DRAIN_SECONDS} s (the consumers ran faster than
-	 * when warming up) is sized up and run again, up to twice; it counts as more warm-up.
+	 * The timed drains of one system and configuration, after {@link #warmUp}: {@code runs} drains
+	 * of {@code drain-seconds} each, timed over that window, each from a backlog sized to outlast it
+	 * at {@code rate} (a fifth more than the consumers would take at that rate). A drain that ran
+	 * out of backlog before {@value BenchOptions#MIN_DRAIN_SECONDS} s (the consumers ran faster than
+	 * when warming up) is run again from a larger backlog, up to twice; it counts as more warm-up.
 	 */
 	static Runs measure(BenchContext context, QueueSystem system, int concurrency, int batchSize, double rate) {
-		Duration target = context.options().drainTime();
-		Duration cap = target.multipliedBy(3).plusSeconds(5);
-		long size = clamp(rate * target.toMillis() / 1000.0);
+		Duration window = context.options().drainTime();
+		double seconds = window.toMillis() / 1000.0;
+		long size = clamp(rate * seconds * BACKLOG_MARGIN);
 		List<Outcome> outcomes = new ArrayList<>();
 		long backlog = 0;
 		for (int i = 0; i < context.options().drainRuns(); i++) {
 			Outcome outcome;
 			for (int attempt = 0;; attempt++) {
 				backlog = prepare(context, system, size);
-				outcome = run(system, concurrency, batchSize, size, cap);
-				if (outcome.seconds() >= BenchOptions.MIN_DRAIN_SECONDS || outcome.messages() < size || attempt == 2) {
+				outcome = run(system, concurrency, batchSize, backlog, window);
+				if (outcome.seconds() >= BenchOptions.MIN_DRAIN_SECONDS || attempt == 2) {
 					break;
 				}
-				size = clamp(size * (target.toMillis() / 1000.0) / outcome.seconds());
+				size = clamp(outcome.rate() * seconds * BACKLOG_MARGIN * 1.2);
 			}
 			outcomes.add(outcome);
 		}

@@ -7,11 +7,10 @@ import java.util.Locale;
 /**
  * {@code drain}: a backlog of tiny messages and a no-op listener, with 1 and 4 consumer threads and
  * batch sizes 10 (pgqueue's default) and 100. Before each system and configuration is timed, its
- * consumers warm up on a backlog of their own until their rate is steady; the timed drain is then
- * the messages they handle in {@code drain-seconds} (4 s in quick mode, 6 s in full) at that rate,
- * never less than 3 s, from a backlog at least that large. The full run times it three times and
- * reports the median, with the range in {@code min}/{@code max}. A system that cannot get through
- * its drain within three times the planned time (plus 5 s) is measured on the part it got through.
+ * consumers warm up on a backlog of their own until their rate is steady; the timed drain then lasts
+ * {@code drain-seconds} (3 s in quick mode, 6 s in full), from a backlog sized by that rate to
+ * outlast it (see {@link Drain#measure}). The full run times it three times and reports the median,
+ * with the range in {@code min}/{@code max}.
  * {@code pgqueue-tx-fifo} has the backlog spread over 1 000 FIFO groups (see also
  * {@link FifoGroupsScenario}).
  * <p>
@@ -85,7 +84,7 @@ final class DrainScenario {
 			}
 		}
 		if (compared > 0) {
-			System.out.printf(Locale.ROOT, "# drain: raw-sql (one generic plan) is the faster in %d of %d configurations%s%n",
+			System.out.printf(Locale.ROOT, "# drain: raw-sql is the faster of the two limits in %d of %d configurations%s%n",
 					faster, compared, (faster < compared) ? "; raw-sql-planned is faster in the others" : "");
 		}
 	}

@@ -12,7 +12,7 @@ final class LatencyIdleScenario {
 
 	private static final long INTERVAL_NANOS = 20_000_000L;
 
-	static final int WARM_UP_MESSAGES = 50;
+	static final int WARM_UP_MESSAGES = 25;
 
 	private final BenchContext context;
 

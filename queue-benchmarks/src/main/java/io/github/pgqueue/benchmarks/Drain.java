@@ -43,28 +43,36 @@ final class Drain {
 	/**
 	 * Warms the consumers up on a backlog of their own (what they leave is part of the next
 	 * drain's): runs them until their rate is steady (see {@link WarmUp}) and returns that rate. The
-	 * backlog is {@code guess} messages a second for the longest warm-up, and the warm-up ends early
-	 * when the consumers have taken most of it.
+	 * backlog is {@code guess} messages a second for the longest warm-up; when the consumers take
+	 * most of it before the shortest warm-up has passed, they warm up again on one sized by the
+	 * rate they reached, up to twice.
 	 */
 	static WarmUp.Result warmUp(BenchContext context, QueueSystem system, int concurrency, int batchSize,
 			double guess) {
-		long backlog = clamp(guess * context.options().warmUpMax().toMillis() / 1000.0);
-		prepare(context, system, backlog);
-		LongAdder handled = new LongAdder();
-		long[] seen = { 0 };
-		WarmUp.Result result;
-		try (Consumers consumers = system.startConsumers(concurrency, batchSize, (n) -> handled.increment())) {
-			result = WarmUp.untilSteady(context.options(), () -> {
-				BenchContext.pause(WarmUp.SLICE_MILLIS);
-				long now = handled.sum();
-				long slice = now - seen[0];
-				seen[0] = now;
-				return slice;
-			}, () -> handled.sum() >= 0.8 * backlog);
-		}
-		if (handled.sum() == 0) {
-			throw new IllegalStateException("The consumers of " + system.name() + " (" + concurrency + " x batch "
-					+ batchSize + ") handled no message while warming up; see the errors logged above");
+		double maxSeconds = context.options().warmUpMax().toMillis() / 1000.0;
+		double minSeconds = context.options().warmUpMin().toMillis() / 1000.0;
+		double rate = guess;
+		WarmUp.Result result = null;
+		for (int attempt = 0; attempt < 3 && (result == null || result.seconds() < minSeconds); attempt++) {
+			if (result != null) {
+				rate = Math.max(rate * 4, result.rate() * 2);
+			}
+			long backlog = prepare(context, system, clamp(rate * maxSeconds));
+			LongAdder handled = new LongAdder();
+			long[] seen = { 0 };
+			try (Consumers consumers = system.startConsumers(concurrency, batchSize, (n) -> handled.increment())) {
+				result = WarmUp.untilSteady(context.options(), () -> {
+					BenchContext.pause(WarmUp.SLICE_MILLIS);
+					long now = handled.sum();
+					long slice = now - seen[0];
+					seen[0] = now;
+					return slice;
+				}, () -> handled.sum() >= 0.8 * backlog);
+			}
+			if (handled.sum() == 0) {
+				throw new IllegalStateException("The consumers of " + system.name() + " (" + concurrency + " x batch "
+						+ batchSize + ") handled no message while warming up; see the errors logged above");
+			}
 		}
 		return result;
 	}

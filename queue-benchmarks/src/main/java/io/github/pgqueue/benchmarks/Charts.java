@@ -186,7 +186,7 @@ final class Charts {
 		axis.setBase(10);
 		axis.setSmallestValue(lower);
 		axis.setNumberFormatOverride(MILLIS);
-		axis.setRange(lower, upper);
+		axis.setRange(lower * 0.999, upper * 1.001); // the end decades keep their ticks
 		axis.setTickUnit(new NumberTickUnit(1));
 		JFreeChart chart = bars(title, "ms (log scale)", dataset, axis, series, shades, Map.of());
 		((BarRenderer) chart.getCategoryPlot().getRenderer()).setBase(lower);

@@ -60,15 +60,17 @@ final class RawSqlSystem extends MessageTableSystem {
 	 * consumer's last full batch, or before the first row there can be (the front). ORDER BY follows
 	 * the claim index (queue, priority, visible_at, id), which is pgqueue's own delivery order, so
 	 * the row comparison starts the index scan at the place; "ORDER BY priority, id" would have to
-	 * sort every visible row of a priority.
+	 * sort every visible row of a priority. The ids go to the DELETE as an array, as in pgqueue's
+	 * claims: its one generic plan then looks them up by primary key whatever the table held when it
+	 * was planned (an IN semi-join planned on an empty table scans the whole table at every call).
 	 */
 	private static final String RECEIVE_LITERAL = """
 			DELETE FROM pgqueue.message
-			 WHERE id IN (SELECT id FROM pgqueue.message
-			               WHERE queue = ? AND visible_at <= now()
-			                 AND (priority, visible_at, id) > (?, ?, ?)
-			               ORDER BY priority, visible_at, id
-			               LIMIT %d FOR UPDATE SKIP LOCKED)
+			 WHERE id = ANY (ARRAY(SELECT id FROM pgqueue.message
+			                        WHERE queue = ? AND visible_at <= now()
+			                          AND (priority, visible_at, id) > (?, ?, ?)
+			                        ORDER BY priority, visible_at, id
+			                        LIMIT %d FOR UPDATE SKIP LOCKED))
 			RETURNING priority, visible_at, id, payload::text""";
 
 	/** A place before every message: the receive goes from the front. */

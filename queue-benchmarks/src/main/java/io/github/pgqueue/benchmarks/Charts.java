@@ -50,7 +50,8 @@ import org.jfree.data.category.DefaultCategoryDataset;
  * repeated drains as a whisker), {@code send.png}, {@code steady-latency.png} and
  * {@code idle-latency.png} (p50 and p99 by system, log scale) and {@code pressure.png} (the rate out
  * by kind, phase and system, with the offered rate marked). A chart whose scenario has no rows is
- * not written. The systems keep one colour in every chart, in the order they first appear.
+ * not written; the charts of an earlier run are deleted when a run starts. The systems keep one
+ * colour in every chart, in the order they first appear.
  */
 final class Charts {
 
@@ -76,6 +77,21 @@ final class Charts {
 	Charts(Path directory, String subtitle) {
 		this.directory = directory.resolve(DIRECTORY);
 		this.subtitle = subtitle;
+	}
+
+	/** Deletes the charts of an earlier run, so that the folder holds this run's alone. */
+	void clear() {
+		if (!Files.isDirectory(this.directory)) {
+			return;
+		}
+		try (java.util.stream.Stream<Path> files = Files.list(this.directory)) {
+			for (Path file : files.filter((path) -> path.toString().endsWith(".png")).toList()) {
+				Files.delete(file);
+			}
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException("Could not clear " + this.directory, ex);
+		}
 	}
 
 	void write(List<BenchRow> rows) {
@@ -181,7 +197,7 @@ final class Charts {
 		Map<String, Color> shades = Map.of("p50", PALETTE[0], "p99", PALETTE[1]);
 		// Whole decades from below the fastest p50 to above the slowest p99, one tick each.
 		double lower = Math.pow(10, Math.floor(Math.log10(smallest)));
-		double upper = Math.pow(10, Math.ceil(Math.log10(Math.max(largest, lower * 10) * 1.0001)));
+		double upper = Math.pow(10, Math.ceil(Math.log10(Math.max(largest, lower * 10))));
 		LogAxis axis = new LogAxis();
 		axis.setBase(10);
 		axis.setSmallestValue(lower);

@@ -28,6 +28,7 @@ final class ReportWriter {
 		this.machine = machine;
 		this.mode = mode;
 		this.charts = new Charts(directory, chartSubtitle);
+		this.charts.clear();
 	}
 
 	void write(Results results) {

@@ -21,7 +21,8 @@ import io.github.pgqueue.internal.QueueSql;
  * {@code backlog}: drain rate (4 consumers, batch 100) with 10 000 messages in the table, with
  * 1 000 000, with 10 000 000 (seed 003's scale; {@code backlog-huge=N} changes it, 0 leaves it out),
  * and with 10 000 ready next to 1 000 000 delayed by a day; for pgqueue and the two plain-SQL
- * baselines on the same table. Writes the plan of pgqueue's claim at each size.
+ * baselines on the same table. Each system warms up (see {@link Drain#warmUp}) before its first
+ * drain. Writes the plan of pgqueue's claim at each size.
  */
 final class BacklogScenario {
 
@@ -52,6 +53,8 @@ final class BacklogScenario {
 		Map<String, Double> delayed = new LinkedHashMap<>();
 		for (String name : SYSTEMS) {
 			QueueSystem system = this.context.system(name);
+			system.clear();
+			Drain.warmUp(this.context, system, CONCURRENCY, BATCH, Drain.FIRST_GUESS);
 			List<Drain.Outcome> rounds = new ArrayList<>();
 			for (int i = 0; i < ROUNDS; i++) {
 				system.clear();

@@ -11,11 +11,17 @@ import java.util.Set;
  * the systems of these names (ratios need their baseline among them); {@code churn-seconds=N},
  * {@code steady-seconds=N} and {@code steady-rate=N} (messages/s the producers of steady and churn
  * send together, 0 for flat out; default 2000); {@code backlog-huge=N} (the largest backlog of the
- * backlog scenario, default 10 000 000; 0 leaves it out). A leading {@code --} on any of them is
- * accepted.
+ * backlog scenario, default 10 000 000; 0 leaves it out); {@code drain-seconds=N} (how long each
+ * timed drain lasts, from a backlog sized by the rate its warm-up reached: default 3 in quick mode,
+ * 6 in full; never under {@value #MIN_DRAIN_SECONDS}) and {@code drain-runs=N} (measured drains per system
+ * and configuration, reported as median and range: default 1 in quick mode, 3 in full). A leading
+ * {@code --} on any of them is accepted.
  */
 record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, Duration steady, Duration churn,
-		double steadyRate, int hugeBacklog) {
+		double steadyRate, int hugeBacklog, Duration drainTime, int drainRuns) {
+
+	/** The shortest a timed drain may last: one whose backlog ran out sooner is run again from a larger one. */
+	static final int MIN_DRAIN_SECONDS = 3;
 
 	static final List<String> ALL = List.of("send", "send-batch", "drain", "latency-idle", "delayed", "steady",
 			"backlog", "idle-cost", "churn", "pressure", "filter", "fifo-groups", "memory");
@@ -30,6 +36,8 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 		Duration churn = Duration.ofSeconds(180);
 		double steadyRate = 2000;
 		int hugeBacklog = 10_000_000;
+		Integer drainSeconds = null;
+		Integer drainRuns = null;
 		for (String raw : String.join(" ", args).trim().split("\\s+")) {
 			String arg = raw.startsWith("--") ? raw.substring(2) : raw;
 			if (arg.isEmpty() || arg.equals("full")) {
@@ -57,9 +65,16 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 			else if (arg.startsWith("backlog-huge=")) {
 				hugeBacklog = Integer.parseInt(arg.substring(13));
 			}
+			else if (arg.startsWith("drain-seconds=")) {
+				drainSeconds = Math.max(MIN_DRAIN_SECONDS, Integer.parseInt(arg.substring(14)));
+			}
+			else if (arg.startsWith("drain-runs=")) {
+				drainRuns = Math.max(1, Integer.parseInt(arg.substring(11)));
+			}
 			else {
 				throw new IllegalArgumentException("Unknown argument '" + raw + "'; expected quick, full, only=a,b, "
-						+ "systems=a,b, steady-seconds=N, steady-rate=N, churn-seconds=N or backlog-huge=N");
+						+ "systems=a,b, steady-seconds=N, steady-rate=N, churn-seconds=N, backlog-huge=N, "
+						+ "drain-seconds=N or drain-runs=N");
 			}
 		}
 		Set<String> scenarios = new LinkedHashSet<>(quick ? QUICK : ALL);
@@ -69,7 +84,9 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 				scenarios.addAll(only);
 			}
 		}
-		return new BenchOptions(quick, scenarios, systems, steady, churn, steadyRate, hugeBacklog);
+		Duration drainTime = Duration.ofSeconds((drainSeconds != null) ? drainSeconds : quick ? MIN_DRAIN_SECONDS : 6);
+		return new BenchOptions(quick, scenarios, systems, steady, churn, steadyRate, hugeBacklog, drainTime,
+				(drainRuns != null) ? drainRuns : quick ? 1 : 3);
 	}
 
 	private static void requireKnown(String scenario) {
@@ -92,8 +109,19 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 		return Duration.ofSeconds(this.quick ? 2 : 5);
 	}
 
+	/** The backlog of the scenarios that drain a fixed one (fifo-groups, memory); the drain scenario sizes its own by time. */
 	int drainBacklog() {
 		return this.quick ? 30_000 : 200_000;
+	}
+
+	/** The shortest warm-up before a measurement; it goes on while the rate still changes. */
+	Duration warmUpMin() {
+		return Duration.ofSeconds(1);
+	}
+
+	/** The longest warm-up before a measurement, steady or not. */
+	Duration warmUpMax() {
+		return Duration.ofMillis(this.quick ? 1500 : 4000);
 	}
 
 	/** The longest a drain may run: slow systems are measured on the part of the backlog they get through. */

@@ -10,7 +10,8 @@ import io.github.pgqueue.ConsumptionMode;
 
 /**
  * The benchmark program. Starts one embedded PostgreSQL with pgqueue's migrations, then runs each
- * scenario of {@code bench.md} for pgqueue, the plain-SQL limit, the same protocol without the
+ * scenario of {@code bench.md} for pgqueue, the plain-SQL limit (and, in the drain, the same SQL
+ * planned at every call), the same protocol without the
  * framework, Spring Integration's JDBC channel store and db-queue, printing {@code BENCH} and
  * {@code RATIO} lines and writing them under {@code target/}. Arguments: see {@link BenchOptions}.
  */
@@ -23,6 +24,8 @@ public final class BenchmarkMain {
 	}
 
 	public static void main(String[] args) {
+		// Charts are drawn off screen, whichever way the program was started.
+		System.setProperty("java.awt.headless", "true");
 		int status = 1;
 		try {
 			run(BenchOptions.parse(args));
@@ -40,14 +43,17 @@ public final class BenchmarkMain {
 	private static void run(BenchOptions options) {
 		long started = System.nanoTime();
 		try (BenchDatabase database = BenchDatabase.start()) {
-			String machine = "Date " + OffsetDateTime.now(ZoneOffset.UTC).format(DateTimeFormatter.ISO_LOCAL_DATE)
-					+ "; machine: " + Runtime.getRuntime().availableProcessors() + " cores, PostgreSQL "
-					+ database.serverVersion() + " (embedded), Java " + System.getProperty("java.version") + ".";
+			String date = OffsetDateTime.now(ZoneOffset.UTC).format(DateTimeFormatter.ISO_LOCAL_DATE);
+			String hardware = Runtime.getRuntime().availableProcessors() + " cores, PostgreSQL "
+					+ database.serverVersion() + " (embedded), Java " + System.getProperty("java.version");
+			String machine = "Date " + date + "; machine: " + hardware + ".";
+			String mode = options.quick() ? "quick" : "full";
 			System.out.println("MACHINE " + machine);
 			List<QueueSystem> systems = List.of(new PgQueueSystem(database, ConsumptionMode.SESSION),
 					new PgQueueSystem(database, ConsumptionMode.TRANSACTIONAL),
-					new PgQueueSystem(database, ConsumptionMode.TRANSACTIONAL, FIFO_GROUPS), new RawSqlSystem(database),
-					new RawSameGuaranteeSystem(database), new SpringIntegrationSystem(database),
+					new PgQueueSystem(database, ConsumptionMode.TRANSACTIONAL, FIFO_GROUPS),
+					new RawSqlSystem(database, RawSqlSystem.Planning.GENERIC),
+					new RawSqlSystem(database, RawSqlSystem.Planning.PER_CALL), new RawSameGuaranteeSystem(database), new SpringIntegrationSystem(database),
 					new DbQueueSystem(database))
 				.stream()
 				.filter((system) -> options.measures(system.name()))
@@ -55,11 +61,13 @@ public final class BenchmarkMain {
 			Results results = new Results();
 			Path output = Path.of("target");
 			BenchContext context = new BenchContext(database, systems, options, results, output);
-			ReportWriter report = new ReportWriter(output, machine, options.quick() ? "quick" : "full");
+			ReportWriter report = new ReportWriter(output, machine, mode, mode + " run of " + date + ", " + hardware);
 			for (String scenario : options.scenarios()) {
 				System.out.println("# " + scenario);
+				long scenarioStarted = System.nanoTime();
 				run(scenario, context);
 				report.write(results);
+				System.out.printf("# %s took %.0f s%n", scenario, (System.nanoTime() - scenarioStarted) / 1e9);
 			}
 		}
 		System.out.printf("# done in %.0f s%n", (System.nanoTime() - started) / 1e9);

@@ -1,21 +1,112 @@
 package io.github.pgqueue.benchmarks;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
 
-/** Times consumers working through a backlog that is already in the table. */
+/**
+ * Times consumers working through a backlog that is already in the table; warms them up first and
+ * sizes the backlog of the timed drains by the rate the warm-up reached.
+ */
 final class Drain {
+
+	/** A timed drain handles at least this many messages, however slow the system. */
+	static final int MIN_MESSAGES = 2_000;
+
+	/** A timed drain handles at most this many messages, however fast the system. */
+	static final int MAX_MESSAGES = 3_000_000;
+
+	/** How much more backlog a timed drain starts from than it would take at the warm-up's rate. */
+	static final double BACKLOG_MARGIN = 1.2;
+
+	/** The rate assumed of a system before its first warm-up, to size that warm-up's backlog. */
+	static final double FIRST_GUESS = 5_000;
 
 	private Drain() {
 	}
 
-	/** Makes the system's backlog {@code size} ready messages, then vacuums and analyzes its table. */
-	static void prepare(BenchContext context, QueueSystem system, int size) {
+	/**
+	 * Makes the system's backlog at least {@code size} ready messages, then vacuums and analyzes its
+	 * table; returns the backlog it left.
+	 */
+	static long prepare(BenchContext context, QueueSystem system, long size) {
 		long pending = system.pending();
 		if (pending < size) {
 			system.preload((int) (size - pending), Duration.ZERO);
 		}
 		context.database().vacuumAnalyze(system.table());
+		return Math.max(pending, size);
+	}
+
+	/**
+	 * Warms the consumers up on a backlog of their own (what they leave is part of the next
+	 * drain's): runs them until their rate is steady (see {@link WarmUp}) and returns that rate. The
+	 * backlog is {@code guess} messages a second for the longest warm-up; when the consumers take
+	 * most of it before the shortest warm-up has passed, they warm up again on one sized by the
+	 * rate they reached, up to twice.
+	 */
+	static WarmUp.Result warmUp(BenchContext context, QueueSystem system, int concurrency, int batchSize,
+			double guess) {
+		double maxSeconds = context.options().warmUpMax().toMillis() / 1000.0;
+		double minSeconds = context.options().warmUpMin().toMillis() / 1000.0;
+		double rate = guess;
+		WarmUp.Result result = null;
+		for (int attempt = 0; attempt < 3 && (result == null || result.seconds() < minSeconds); attempt++) {
+			if (result != null) {
+				rate = Math.max(rate * 4, result.rate() * 2);
+			}
+			long backlog = prepare(context, system, clamp(rate * maxSeconds));
+			LongAdder handled = new LongAdder();
+			long[] seen = { 0 };
+			try (Consumers consumers = system.startConsumers(concurrency, batchSize, (n) -> handled.increment())) {
+				result = WarmUp.untilSteady(context.options(), () -> {
+					BenchContext.pause(WarmUp.SLICE_MILLIS);
+					long now = handled.sum();
+					long slice = now - seen[0];
+					seen[0] = now;
+					return slice;
+				}, () -> handled.sum() >= 0.8 * backlog);
+			}
+			if (handled.sum() == 0) {
+				throw new IllegalStateException("The consumers of " + system.name() + " (" + concurrency + " x batch "
+						+ batchSize + ") handled no message while warming up; see the errors logged above");
+			}
+		}
+		return result;
+	}
+
+	/**
+	 * The timed drains of one system and configuration, after {@link #warmUp}: {@code runs} drains
+	 * of {@code drain-seconds} each, timed over that window, each from a backlog sized to outlast it
+	 * at {@code rate} (a fifth more than the consumers would take at that rate). A drain that ran
+	 * out of backlog before {@value BenchOptions#MIN_DRAIN_SECONDS} s (the consumers ran faster than
+	 * when warming up) is run again from a larger backlog, up to twice; it counts as more warm-up.
+	 */
+	static Runs measure(BenchContext context, QueueSystem system, int concurrency, int batchSize, double rate) {
+		Duration window = context.options().drainTime();
+		double seconds = window.toMillis() / 1000.0;
+		long size = clamp(rate * seconds * BACKLOG_MARGIN);
+		List<Outcome> outcomes = new ArrayList<>();
+		long backlog = 0;
+		for (int i = 0; i < context.options().drainRuns(); i++) {
+			Outcome outcome;
+			for (int attempt = 0;; attempt++) {
+				backlog = prepare(context, system, size);
+				outcome = run(system, concurrency, batchSize, backlog, window);
+				if (outcome.seconds() >= BenchOptions.MIN_DRAIN_SECONDS || attempt == 2) {
+					break;
+				}
+				size = clamp(outcome.rate() * seconds * BACKLOG_MARGIN * 1.2);
+			}
+			outcomes.add(outcome);
+		}
+		return new Runs(outcomes, backlog);
+	}
+
+	private static long clamp(double messages) {
+		return (long) Math.max(MIN_MESSAGES, Math.min(MAX_MESSAGES, Math.ceil(messages)));
 	}
 
 	/**
@@ -49,6 +140,36 @@ final class Drain {
 
 		double rate() {
 			return this.messages / this.seconds;
+		}
+
+	}
+
+	/** The timed drains of one system and configuration, and the backlog the last one started from. */
+	record Runs(List<Outcome> outcomes, long backlog) {
+
+		/** The drain of median rate (of an even number, the lower of the middle two). */
+		Outcome median() {
+			List<Outcome> sorted = sorted();
+			return sorted.get((sorted.size() - 1) / 2);
+		}
+
+		/** The median rate (of an even number of drains, the mean of the middle two). */
+		double medianRate() {
+			List<Outcome> sorted = sorted();
+			int n = sorted.size();
+			return (n % 2 == 1) ? sorted.get(n / 2).rate() : (sorted.get(n / 2 - 1).rate() + sorted.get(n / 2).rate()) / 2;
+		}
+
+		double minRate() {
+			return sorted().get(0).rate();
+		}
+
+		double maxRate() {
+			return sorted().get(this.outcomes.size() - 1).rate();
+		}
+
+		private List<Outcome> sorted() {
+			return this.outcomes.stream().sorted(Comparator.comparingDouble(Outcome::rate)).toList();
 		}
 
 	}

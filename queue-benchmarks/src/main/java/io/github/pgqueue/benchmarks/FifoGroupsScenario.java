@@ -9,8 +9,10 @@ import io.github.pgqueue.ConsumptionMode;
  * {@code fifo-groups}: the drain's backlog spread round robin over 1 000 FIFO groups and over 10,
  * in both modes, 4 consumers at batch 10 and 100. With 10 groups at most 10 messages are claimable
  * at a time, fewer than the 4 consumers' batches ask for: the figure shows what a claim that
- * cannot fill its batch costs when the rest of the backlog is the groups' later messages. A drain
- * that cannot get through the backlog within the cap is measured on the part it got through.
+ * cannot fill its batch costs when the rest of the backlog is the groups' later messages. Before
+ * each drain the consumers warm up on the same kind of backlog until their rate is steady (see
+ * {@link Drain#warmUp}). A drain that cannot get through the backlog within the cap is measured on
+ * the part it got through.
  */
 final class FifoGroupsScenario {
 
@@ -34,6 +36,7 @@ final class FifoGroupsScenario {
 				QueueSystem system = new PgQueueSystem(this.context.database(), mode, groups);
 				system.clear();
 				for (int batchSize : BATCH_SIZES) {
+					Drain.warmUp(this.context, system, CONCURRENCY, batchSize, Drain.FIRST_GUESS);
 					Drain.prepare(this.context, system, backlog);
 					Drain.Outcome outcome = Drain.run(system, CONCURRENCY, batchSize, backlog,
 							this.context.options().drainCap());

@@ -37,6 +37,14 @@ final class JdbcWorkers implements Consumers {
 			return false;
 		}
 
+		/**
+		 * When the worker stops, before its connection goes back to the pool: undoes what the
+		 * poller set on the connection, so that the next system to borrow it starts from the
+		 * server's defaults.
+		 */
+		default void close() throws SQLException {
+		}
+
 	}
 
 	/** Prepares a worker's poller on its connection. */
@@ -97,21 +105,11 @@ final class JdbcWorkers implements Consumers {
 		try (Connection connection = dataSource.getConnection()) {
 			connection.setAutoCommit(true);
 			Poller poller = pollers.create(connection);
-			Linger linger = new Linger(); // as pgqueue's pollers: a busy worker naps after work
-			while (this.running) {
-				int handled = poller.poll();
-				if (handled > 0 && poller.tookFullBatch()) {
-					this.wakeups.wakeSiblings(worker);
-				}
-				if (handled > 0) {
-					linger.workFound(handled);
-				}
-				else {
-					Duration due = poller.nextDue();
-					Duration wait = (due != null && due.compareTo(this.pollInterval) < 0) ? due : this.pollInterval;
-					Duration lingering = linger.next();
-					this.wakeups.await(worker, ((lingering != null && lingering.compareTo(wait) < 0) ? lingering : wait).toMillis());
-				}
+			try {
+				poll(worker, poller);
+			}
+			finally {
+				poller.close();
 			}
 		}
 		catch (SQLException ex) {
@@ -119,6 +117,25 @@ final class JdbcWorkers implements Consumers {
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
+		}
+	}
+
+	private void poll(int worker, Poller poller) throws SQLException, InterruptedException {
+		Linger linger = new Linger(); // as pgqueue's pollers: a busy worker naps after work
+		while (this.running) {
+			int handled = poller.poll();
+			if (handled > 0 && poller.tookFullBatch()) {
+				this.wakeups.wakeSiblings(worker);
+			}
+			if (handled > 0) {
+				linger.workFound(handled);
+			}
+			else {
+				Duration due = poller.nextDue();
+				Duration wait = (due != null && due.compareTo(this.pollInterval) < 0) ? due : this.pollInterval;
+				Duration lingering = linger.next();
+				this.wakeups.await(worker, ((lingering != null && lingering.compareTo(wait) < 0) ? lingering : wait).toMillis());
+			}
 		}
 	}
 

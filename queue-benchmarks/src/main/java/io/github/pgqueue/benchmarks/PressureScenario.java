@@ -69,12 +69,13 @@ final class PressureScenario {
 	/** The systems whose claim is explained under {@code idle-in-tx}, and the file label of each. */
 	private static final Map<String, String> EXPLAINED = Map.of("pgqueue", "pgqueue", "raw-sql", "raw-sql");
 
+	/** raw-sql's receive from the front, as its consumers run it at batch 10. */
 	private static final String RAW_RECEIVE = """
 			DELETE FROM pgqueue.message
-			 WHERE id IN (SELECT id FROM pgqueue.message
-			               WHERE queue = 'bench' AND visible_at <= now()
-			               ORDER BY priority, visible_at, id
-			               LIMIT 10 FOR UPDATE SKIP LOCKED)""";
+			 WHERE id = ANY (ARRAY(SELECT id FROM pgqueue.message
+			                        WHERE queue = 'bench' AND visible_at <= now()
+			                        ORDER BY priority, visible_at, id
+			                        LIMIT 10 FOR UPDATE SKIP LOCKED))""";
 
 	private final BenchContext context;
 
@@ -383,6 +384,9 @@ final class PressureScenario {
 		StringBuilder plan = new StringBuilder();
 		try (Connection connection = this.context.database().adminPool().getConnection()) {
 			connection.setAutoCommit(false);
+			try (Statement statement = connection.createStatement()) {
+				statement.execute("SET LOCAL enable_seqscan = off"); // as raw-sql's consumers run
+			}
 			try (Statement statement = connection.createStatement();
 					ResultSet rs = statement.executeQuery("EXPLAIN (ANALYZE, BUFFERS) " + RAW_RECEIVE)) {
 				while (rs.next()) {

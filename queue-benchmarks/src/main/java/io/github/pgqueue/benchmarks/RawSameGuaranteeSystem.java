@@ -114,13 +114,13 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 	@Override
 	public Consumers startConsumers(int concurrency, int batchSize, MessageHandler handler) {
 		return new JdbcWorkers("raw-sg", this.database.consumerPool(), QUEUE, concurrency,
-				(connection) -> new Session(connection, QUEUE, batchSize, handler)::poll);
+				(connection) -> new Session(connection, QUEUE, batchSize, handler));
 	}
 
 	@Override
 	public Consumers startQueueListeners(java.util.List<String> queues, int batchSize, MessageHandler handler) {
 		return new JdbcWorkers("raw-sg", this.database.consumerPool(), queues, PgQueueSystem.POLL_INTERVAL,
-				(connection, queue) -> new Session(connection, queue, batchSize, handler)::poll);
+				(connection, queue) -> new Session(connection, queue, batchSize, handler));
 	}
 
 	/** Sleeps until the next delayed message is due, as learnt from the claim, like pgqueue's listener. */
@@ -293,6 +293,14 @@ final class RawSameGuaranteeSystem extends MessageTableSystem {
 		@Override
 		public Duration nextDue() {
 			return this.nextDue;
+		}
+
+		/** Gives the connection its planner defaults back, as pgqueue's sessions do when they close. */
+		@Override
+		public void close() throws SQLException {
+			try (java.sql.Statement statement = this.connection.createStatement()) {
+				statement.execute(QueueSql.DEFAULT_PLANS);
+			}
 		}
 
 	}

@@ -8,9 +8,9 @@ import java.util.List;
 
 /**
  * Writes a run's figures under {@code target/}: {@code bench-results.csv} (the BENCH rows),
- * {@code bench-ratios.txt} (the RATIO lines) and {@code bench-results.md}, a table the README's
- * performance section can quote, with the date and the machine. Rewritten after each scenario, so
- * that an interrupted run leaves what it measured.
+ * {@code bench-ratios.txt} (the RATIO lines), {@code bench-results.md}, a table the README's
+ * performance section can quote, with the date and the machine, and the charts of {@link Charts} in
+ * {@code charts/}. Rewritten after each scenario, so that an interrupted run leaves what it measured.
  */
 final class ReportWriter {
 
@@ -20,10 +20,15 @@ final class ReportWriter {
 
 	private final String mode;
 
-	ReportWriter(Path directory, String machine, String mode) {
+	private final Charts charts;
+
+	/** {@code chartSubtitle} says under each chart's title what run and machine drew it. */
+	ReportWriter(Path directory, String machine, String mode, String chartSubtitle) {
 		this.directory = directory;
 		this.machine = machine;
 		this.mode = mode;
+		this.charts = new Charts(directory, chartSubtitle);
+		this.charts.clear();
 	}
 
 	void write(Results results) {
@@ -35,6 +40,14 @@ final class ReportWriter {
 		}
 		catch (IOException ex) {
 			throw new UncheckedIOException("Could not write the report to " + this.directory, ex);
+		}
+		try {
+			this.charts.write(results.rows());
+		}
+		catch (RuntimeException ex) {
+			// The figures are written; a chart that cannot be drawn must not end the run.
+			System.out.println("# charts: could not draw them: " + ex);
+			ex.printStackTrace();
 		}
 	}
 

@@ -18,8 +18,8 @@ final class Results {
 	/** pgqueue's systems: one per consumption mode, and their FIFO-grouped variants. */
 	static final List<String> MINE = List.of("pgqueue", "pgqueue-tx", "pgqueue-tx-fifo", "pgqueue-fifo");
 
-	static final List<String> OTHERS = List.of("raw-sql", "raw-sql-same-guarantee", "spring-integration-jdbc",
-			"db-queue");
+	static final List<String> OTHERS = List.of("raw-sql", "raw-sql-planned", "raw-sql-same-guarantee",
+			"spring-integration-jdbc", "db-queue");
 
 	private final List<BenchRow> rows = new ArrayList<>();
 

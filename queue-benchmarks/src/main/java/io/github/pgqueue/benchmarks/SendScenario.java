@@ -10,7 +10,7 @@ import io.github.pgqueue.ConsumptionMode;
 /**
  * {@code send}: single sends, one per transaction, from 1 and 4 producer threads; {@code send-batch}:
  * batches of 100 in one transaction from one thread. Each system starts on an empty table and
- * warms up for a second before it is timed. {@code pgqueue-fifo} sends the same messages in
+ * warms up with the same sends until their rate is steady (see {@link WarmUp}) before it is timed. {@code pgqueue-fifo} sends the same messages in
  * FIFO groups (1 000 of them, round robin; one group per batch), whose inserts serialize per group
  * and look up their group's newest message: its ratio to {@code pgqueue} is what groups cost a send.
  */
@@ -58,13 +58,15 @@ final class SendScenario {
 	private void measure(String scenario, QueueSystem system, int threads, int perSend, Producers.Send send) {
 		system.clear();
 		AtomicLong sequence = new AtomicLong();
-		Producers.run(threads, Duration.ofSeconds(1), sequence, perSend, send);
+		WarmUp.Result warmUp = WarmUp.untilSteady(this.context.options(),
+				() -> Producers.run(threads, Duration.ofMillis(WarmUp.SLICE_MILLIS), sequence, perSend, send), () -> false);
 		Duration duration = this.context.options().sendDuration();
 		long started = System.nanoTime();
 		long sent = Producers.run(threads, duration, sequence, perSend, send);
 		double seconds = (System.nanoTime() - started) / 1e9;
 		this.context.results()
-			.add(BenchRow.throughput(scenario, system.name(), threads, String.valueOf(perSend), sent, sent / seconds));
+			.add(BenchRow.throughput(scenario, system.name(), threads, String.valueOf(perSend), sent, sent / seconds)
+				.with("warm_up_s", warmUp.seconds()));
 		system.clear();
 	}
 

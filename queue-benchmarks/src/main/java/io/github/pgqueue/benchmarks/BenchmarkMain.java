@@ -11,8 +11,9 @@ import io.github.pgqueue.ConsumptionMode;
 /**
  * The benchmark program. Starts one embedded PostgreSQL with pgqueue's migrations, then runs each
  * scenario of {@code bench.md} for pgqueue, the plain-SQL limit, the same protocol without the
- * framework, Spring Integration's JDBC channel store and db-queue, printing {@code BENCH} and
- * {@code RATIO} lines and writing them under {@code target/}. Arguments: see {@link BenchOptions}.
+ * framework, Spring Integration's JDBC channel store, db-queue, and pg-boss and graphile-worker (in
+ * Node, see {@link NodePeers}), printing {@code BENCH} and {@code RATIO} lines and writing them
+ * under {@code target/}. Arguments: see {@link BenchOptions}.
  */
 public final class BenchmarkMain {
 
@@ -54,11 +55,14 @@ public final class BenchmarkMain {
 				.toList();
 			Results results = new Results();
 			Path output = Path.of("target");
+			NodePeers peers = NodePeers.prepare(database, options, output);
 			BenchContext context = new BenchContext(database, systems, options, results, output);
 			ReportWriter report = new ReportWriter(output, machine, options.quick() ? "quick" : "full");
 			for (String scenario : options.scenarios()) {
 				System.out.println("# " + scenario);
+				peers.run(scenario, context);
 				run(scenario, context);
+				peers.compare(scenario, context);
 				report.write(results);
 			}
 		}

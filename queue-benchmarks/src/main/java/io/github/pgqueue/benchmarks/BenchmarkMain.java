@@ -11,9 +11,10 @@ import io.github.pgqueue.ConsumptionMode;
 /**
  * The benchmark program. Starts one embedded PostgreSQL with pgqueue's migrations, then runs each
  * scenario of {@code bench.md} for pgqueue, the plain-SQL limit (and, in the drain, the same SQL
- * planned at every call), the same protocol without the
- * framework, Spring Integration's JDBC channel store and db-queue, printing {@code BENCH} and
- * {@code RATIO} lines and writing them under {@code target/}. Arguments: see {@link BenchOptions}.
+ * planned at every call), the same protocol without the framework, Spring Integration's JDBC
+ * channel store, db-queue, and pg-boss and graphile-worker (in Node, see {@link NodePeers}),
+ * printing {@code BENCH} and {@code RATIO} lines and writing them under {@code target/}.
+ * Arguments: see {@link BenchOptions}.
  */
 public final class BenchmarkMain {
 
@@ -60,12 +61,15 @@ public final class BenchmarkMain {
 				.toList();
 			Results results = new Results();
 			Path output = Path.of("target");
+			NodePeers peers = NodePeers.prepare(database, options, output);
 			BenchContext context = new BenchContext(database, systems, options, results, output);
 			ReportWriter report = new ReportWriter(output, machine, mode, mode + " run of " + date + ", " + hardware);
 			for (String scenario : options.scenarios()) {
 				System.out.println("# " + scenario);
 				long scenarioStarted = System.nanoTime();
+				peers.run(scenario, context);
 				run(scenario, context);
+				peers.compare(scenario, context);
 				report.write(results);
 				System.out.printf("# %s took %.0f s%n", scenario, (System.nanoTime() - scenarioStarted) / 1e9);
 			}

@@ -35,10 +35,10 @@ final class DelayedScenario {
 	private static final long SEED = 20_000;
 
 	/** After the last due instant: a poller with no wake-up for due messages finds them at its next poll. */
-	private static final Duration GRACE = POLL_INTERVAL.plusSeconds(30);
+	static final Duration GRACE = POLL_INTERVAL.plusSeconds(30);
 
 	// Longer than the 10 s an idle backend may hold back its statistics.
-	private static final long STATS_FLUSH_MILLIS = 11_000;
+	static final long STATS_FLUSH_MILLIS = 11_000;
 
 	/** The two statements of each reading of the transaction counter: one of them falls inside the window. */
 	private static final int READING_STATEMENTS = 2;
@@ -65,7 +65,7 @@ final class DelayedScenario {
 	}
 
 	/** Evenly spread over {@link #SPREAD}, in a shuffled order that is the same in every run. */
-	private static List<Duration> delays() {
+	static List<Duration> delays() {
 		List<Duration> delays = new ArrayList<>(MESSAGES);
 		for (int i = 0; i < MESSAGES; i++) {
 			delays.add(SPREAD.multipliedBy(i).dividedBy(MESSAGES));

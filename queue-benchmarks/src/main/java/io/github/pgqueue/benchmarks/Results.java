@@ -19,7 +19,7 @@ final class Results {
 	static final List<String> MINE = List.of("pgqueue", "pgqueue-tx", "pgqueue-tx-fifo", "pgqueue-fifo");
 
 	static final List<String> OTHERS = List.of("raw-sql", "raw-sql-planned", "raw-sql-same-guarantee",
-			"spring-integration-jdbc", "db-queue");
+			"spring-integration-jdbc", "db-queue", "pg-boss", "graphile-worker");
 
 	private final List<BenchRow> rows = new ArrayList<>();
 

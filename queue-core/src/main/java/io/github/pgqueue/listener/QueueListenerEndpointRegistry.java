@@ -253,7 +253,7 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		this.notifyThread = new Thread(this.notifyListener, "pgqueue-notify");
 		this.notifyThread.setDaemon(true);
 		this.notifyThread.start();
-		this.sweep = new VisibleMessageSweep(this.consumerDataSource, this.sql, this::getListenerContainers,
+		this.sweep = new VisibleMessageSweep(this.context.dataSource(), this.sql, this::getListenerContainers,
 				this::wakeAll);
 		Thread sweeper = new Thread(this.sweep, "pgqueue-sweep");
 		sweeper.setDaemon(true);

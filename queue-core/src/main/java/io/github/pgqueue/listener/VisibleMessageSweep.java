@@ -15,6 +15,8 @@ import org.slf4j.LoggerFactory;
 
 import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.support.JdbcTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
 
 /**
  * The registry's one poll for all its listeners: once a poll interval (the shortest of the running
@@ -23,7 +25,8 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * what is sent and each poller's own knowledge of when its next delayed message is due, this finds
  * the rest — messages freed because their consumer died, a FIFO group's next message — so idle
  * pollers need not poll each on their own: 500 quiet listeners cost one statement a poll interval
- * instead of 500.
+ * instead of 500. It runs on the application's data source (the template's), in a short read-only
+ * transaction, not on the pollers' pool, which has a connection per poller and one to LISTEN.
  * <p>
  * While a sweep fails, pollers poll on their own again: the first failure wakes them all (they
  * then wait one poll interval at a time), and the sweep retries every interval, logging once per
@@ -35,7 +38,11 @@ final class VisibleMessageSweep implements Runnable {
 
 	private static final Duration DEFAULT_INTERVAL = Duration.ofSeconds(1);
 
+	private static final String INDEX_PLANS = "SET LOCAL enable_seqscan = off; SET LOCAL plan_cache_mode = force_generic_plan";
+
 	private final JdbcTemplate jdbc;
+
+	private final TransactionTemplate transactions;
 
 	private final QueueSql sql;
 
@@ -52,6 +59,8 @@ final class VisibleMessageSweep implements Runnable {
 	VisibleMessageSweep(DataSource dataSource, QueueSql sql, Supplier<Collection<QueueListenerContainer>> containers,
 			Runnable wakeAll) {
 		this.jdbc = new JdbcTemplate(dataSource);
+		this.transactions = new TransactionTemplate(new JdbcTransactionManager(dataSource));
+		this.transactions.setReadOnly(true);
 		this.sql = sql;
 		this.containers = containers;
 		this.wakeAll = wakeAll;
@@ -105,9 +114,14 @@ final class VisibleMessageSweep implements Runnable {
 		Set<String> queues = new LinkedHashSet<>();
 		active.forEach((container) -> queues.addAll(container.endpoint().containerProperties().queues()));
 		try {
-			List<String> visible = this.jdbc.query(
-					this.sql.queuesWithVisibleMessages.with(new QueueSql.Queues(queues.toArray(String[]::new))),
-					(rs, row) -> rs.getString("queue"));
+			List<String> visible = this.transactions.execute((status) -> {
+				// Planned as the claims are (no statement of a consumer needs a sequential scan),
+				// for this transaction only: the connection goes back to a pool.
+				this.jdbc.execute(INDEX_PLANS);
+				return this.jdbc.query(
+						this.sql.queuesWithVisibleMessages.with(new QueueSql.Queues(queues.toArray(String[]::new))),
+						(rs, row) -> rs.getString("queue"));
+			});
 			if (!this.working) {
 				logger.debug("Sweeping {} queue(s) for visible messages", queues.size());
 				this.working = true;

@@ -111,6 +111,10 @@ public final class QueueSql {
 	public record CloseSession(long session, String defaultIsolation) {
 	}
 
+	/** Parameters of {@code queues_with_visible_messages}. */
+	public record Queues(String[] queues) {
+	}
+
 	public final NamedStatement<None> namespace;
 
 	public final NamedStatement<None> openSession;
@@ -139,6 +143,8 @@ public final class QueueSql {
 	public final NamedStatement<DeadLetter> deadLetter;
 
 	public final NamedStatement<Release> release;
+
+	public final NamedStatement<Queues> queuesWithVisibleMessages;
 
 	// transactional.sql
 
@@ -378,6 +384,7 @@ public final class QueueSql {
 		this.retry = NamedStatement.load(s, "session", "retry", Retry.class);
 		this.deadLetter = NamedStatement.load(s, "session", "dead_letter", DeadLetter.class);
 		this.release = NamedStatement.load(s, "session", "release", Release.class);
+		this.queuesWithVisibleMessages = NamedStatement.load(s, "session", "queues_with_visible_messages", Queues.class);
 		this.transactionalClaimWalk = NamedStatement.load(s, "transactional", "claim_walk", TransactionalClaim.class);
 		this.transactionalClaimWalkAfter = NamedStatement.load(s, "transactional", "claim_walk_after",
 				TransactionalClaim.class);

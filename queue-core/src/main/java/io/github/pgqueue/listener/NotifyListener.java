@@ -7,16 +7,15 @@ import java.time.Duration;
 import java.util.function.Consumer;
 import javax.sql.DataSource;
 
-import org.postgresql.PGConnection;
-import org.postgresql.PGNotification;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The one LISTEN connection of an application: turns each NOTIFY of the schema's channel (its
- * payload is a queue name) into a wake-up of that queue's pollers. After a connection error it
- * reconnects with back-off, LISTENs again and wakes every poller, since notifications sent while
- * it was away are lost. A connection that is silently gone (a network partition, a hung server
+ * payload is a queue name) into a wake-up of that queue's pollers as soon as it arrives
+ * ({@link NotificationReader}). When the connection fails it wakes every poller, which then polls
+ * every poll interval, and reconnects with back-off, LISTENs again and wakes every poller once
+ * more, since notifications sent while it was away are lost. A connection that is silently gone (a network partition, a hung server
  * session) sends no error: when nothing arrived for {@link #LIVENESS_INTERVAL_MS} ms it checks the
  * connection with a round trip bounded by {@link #LIVENESS_TIMEOUT_SECONDS} s. On stop it
  * {@code UNLISTEN}s before the connection goes back to a pool.
@@ -78,15 +77,11 @@ final class NotifyListener implements Runnable {
 					inOutage = false;
 				}
 				this.wakeAll.run();
-				PGConnection pg = connection.unwrap(PGConnection.class);
+				NotificationReader reader = NotificationReader.of(connection);
 				long lastHeard = System.nanoTime();
 				while (this.running) {
-					PGNotification[] notifications = pg.getNotifications(RECEIVE_TIMEOUT_MS);
-					if (notifications != null && notifications.length > 0) {
+					if (reader.read(RECEIVE_TIMEOUT_MS, this.wakeQueue) > 0) {
 						lastHeard = System.nanoTime();
-						for (PGNotification notification : notifications) {
-							this.wakeQueue.accept(notification.getParameter());
-						}
 					}
 					else if (System.nanoTime() - lastHeard > LIVENESS_INTERVAL_MS * 1_000_000L) {
 						if (!connection.isValid(LIVENESS_TIMEOUT_SECONDS)) {
@@ -100,9 +95,14 @@ final class NotifyListener implements Runnable {
 				unlisten(connection);
 			}
 			catch (SQLException | RuntimeException ex) {
+				boolean wasListening = this.listening;
 				this.listening = false;
 				if (!this.running) {
 					break;
+				}
+				if (wasListening) {
+					// Pollers that rely on notifications poll every poll interval again from now on.
+					this.wakeAll.run();
 				}
 				Duration pause = this.backoff.next();
 				if (!inOutage) {

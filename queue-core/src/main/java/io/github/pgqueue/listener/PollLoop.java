@@ -44,6 +44,13 @@ final class PollLoop implements Runnable {
 	/** How much longer than the poll interval an idle follower sleeps when nothing wakes it. */
 	private static final int FOLLOWER_IDLE_FACTOR = 10;
 
+	/**
+	 * How much longer than the poll interval any idle poller sleeps while its registry watches the
+	 * queues (the LISTEN connection is up and the sweep of visible messages works): those wake it
+	 * for whatever it would find, so its own poll is only a safeguard.
+	 */
+	static final int WATCHED_IDLE_FACTOR = 60;
+
 	private final boolean leader;
 
 	private final Runnable wakeSiblings;
@@ -83,6 +90,9 @@ final class PollLoop implements Runnable {
 
 	private final BooleanSupplier paused;
 
+	/** Whether notifications and the registry's sweep wake this poller for all it would find. */
+	private final BooleanSupplier watched;
+
 	private volatile boolean idlePaused;
 
 	private volatile boolean running = true;
@@ -103,12 +113,13 @@ final class PollLoop implements Runnable {
 	private boolean claimAgain;
 
 	private PollLoop(QueueListenerEndpoint endpoint, Function<BooleanSupplier, ConsumptionStrategy> consumption,
-			boolean leader, Runnable wakeSiblings, BooleanSupplier paused) {
+			boolean leader, Runnable wakeSiblings, BooleanSupplier paused, BooleanSupplier watched) {
 		this.endpoint = endpoint;
 		this.consumption = consumption.apply(() -> this.running);
 		this.leader = leader;
 		this.wakeSiblings = wakeSiblings;
 		this.paused = paused;
+		this.watched = watched;
 	}
 
 	/**
@@ -122,16 +133,19 @@ final class PollLoop implements Runnable {
 	 * @param wakeSiblings wakes every poller of the same listener
 	 * @param paused whether the listener is paused: the poller then claims nothing until it is
 	 * woken and no longer paused
+	 * @param watched whether notifications and the registry's sweep of visible messages wake the
+	 * poller for all it would find: an idle poller, leader or not, then polls only every
+	 * {@link #WATCHED_IDLE_FACTOR} poll intervals
 	 */
 	public static PollLoop session(QueueListenerEndpoint endpoint, Supplier<ConsumerSession> sessions,
 			PayloadConverter converter, ListenerMetrics metrics, ObservationRegistry observationRegistry,
 			QueueProcessObservationConvention observationConvention, boolean leader, Runnable wakeSiblings,
-			BooleanSupplier paused) {
+			BooleanSupplier paused, BooleanSupplier watched) {
 		ProcessObservation observation = ProcessObservation.of(observationRegistry, observationConvention, endpoint.id());
 		return new PollLoop(endpoint, (running) -> new SessionStrategy(
 				new Dispatcher(endpoint, converter, running, observation), sessions, metrics,
 				endpoint.containerProperties().batchSize(),
-				running, endpoint.headerFilter()), leader, wakeSiblings, paused);
+				running, endpoint.headerFilter()), leader, wakeSiblings, paused, watched);
 	}
 
 	/**
@@ -143,11 +157,11 @@ final class PollLoop implements Runnable {
 	public static PollLoop transactional(QueueListenerEndpoint endpoint, QueueContext context, QueueSql sql,
 			PlatformTransactionManager transactionManager, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
 			ObservationRegistry observationRegistry, QueueProcessObservationConvention observationConvention,
-			boolean leader, Runnable wakeSiblings, BooleanSupplier paused) {
+			boolean leader, Runnable wakeSiblings, BooleanSupplier paused, BooleanSupplier watched) {
 		ProcessObservation observation = ProcessObservation.of(observationRegistry, observationConvention, endpoint.id());
 		return new PollLoop(endpoint, (running) -> new TransactionalStrategy(
 				new Dispatcher(endpoint, context.payloadConverter(), running, observation), context, sql,
-				transactionManager, sessions, metrics, endpoint, running), leader, wakeSiblings, paused);
+				transactionManager, sessions, metrics, endpoint, running), leader, wakeSiblings, paused, watched);
 	}
 
 	/**
@@ -273,8 +287,9 @@ final class PollLoop implements Runnable {
 					}
 					else if (!this.claimAgain) {
 						this.handedSuspects = false;
-						Duration idle = this.leader ? this.endpoint.containerProperties().pollInterval()
-								: this.endpoint.containerProperties().pollInterval().multipliedBy(FOLLOWER_IDLE_FACTOR);
+						Duration interval = this.endpoint.containerProperties().pollInterval();
+						Duration idle = this.watched.getAsBoolean() ? interval.multipliedBy(WATCHED_IDLE_FACTOR)
+								: this.leader ? interval : interval.multipliedBy(FOLLOWER_IDLE_FACTOR);
 						Duration wait = (this.nextDue != null && this.nextDue.compareTo(idle) < 0) ? this.nextDue : idle;
 						Duration lingering = this.linger.next();
 						awaitWork((lingering != null && lingering.compareTo(wait) < 0) ? lingering : wait);

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
 import io.github.pgqueue.ConsumptionMode;
@@ -54,6 +55,9 @@ public final class QueueListenerContainer {
 	/** Runs before the pollers start: the registry's check, and its LISTEN connection, which wakes them. */
 	private final Runnable beforeStart;
 
+	/** Whether the registry's notifications and sweep wake idle pollers for all they would find. */
+	private final BooleanSupplier watched;
+
 	private final List<PollLoop> loops = new ArrayList<>();
 
 	/** Where {@link #wake} looks for a waiting poller first, so that wake-ups go round (guarded by loops). */
@@ -68,8 +72,9 @@ public final class QueueListenerContainer {
 	QueueListenerContainer(QueueListenerEndpoint endpoint, Supplier<ConsumerSession> sessions, QueueContext context,
 			QueueSql sql, PlatformTransactionManager transactionManager, ListenerMetrics metrics,
 			QueueProcessObservationConvention observationConvention, Duration shutdownTimeout, boolean virtualThreads,
-			Runnable beforeStart) {
+			Runnable beforeStart, BooleanSupplier watched) {
 		this.endpoint = endpoint;
+		this.watched = watched;
 		this.observationConvention = observationConvention;
 		this.sessions = sessions;
 		this.context = context;
@@ -151,9 +156,10 @@ public final class QueueListenerContainer {
 				this.loops.add((this.endpoint.containerProperties().mode() == ConsumptionMode.TRANSACTIONAL)
 						? PollLoop.transactional(this.endpoint, this.context, this.sql, this.transactionManager,
 								this.sessions, this.metrics, observations, this.observationConvention, i == 0, this::wakeAll,
-								this::isPaused)
+								this::isPaused, this.watched)
 						: PollLoop.session(this.endpoint, this.sessions, this.context.payloadConverter(), this.metrics,
-								observations, this.observationConvention, i == 0, this::wakeAll, this::isPaused));
+								observations, this.observationConvention, i == 0, this::wakeAll, this::isPaused,
+								this.watched));
 			}
 			this.running = true;
 			try {
@@ -314,6 +320,26 @@ public final class QueueListenerContainer {
 				}
 			}
 			this.loops.forEach(PollLoop::wakeUp);
+		}
+	}
+
+	/**
+	 * The sweep found a message visible in {@code queue}: wakes one poller that waits for work, if
+	 * any does and the container consumes that queue and is not paused. Busy pollers claim anyway.
+	 */
+	void wakeIdle(String queue) {
+		if (this.paused || !this.endpoint.containerProperties().queues().contains(queue)) {
+			return;
+		}
+		synchronized (this.loops) {
+			int size = this.loops.size();
+			for (int i = 0; i < size; i++) {
+				int index = (this.nextWoken + i) % size;
+				if (this.loops.get(index).wakeUpIfWaiting()) {
+					this.nextWoken = index + 1;
+					return;
+				}
+			}
 		}
 	}
 

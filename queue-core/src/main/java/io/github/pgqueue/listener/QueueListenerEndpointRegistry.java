@@ -1,9 +1,12 @@
 package io.github.pgqueue.listener;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.function.Supplier;
@@ -68,6 +71,11 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 
 	private Thread notifyThread;
 
+	private volatile VisibleMessageSweep sweep;
+
+	/** The containers of each queue, for the notifications: replaced whole when a listener registers. */
+	private volatile Map<String, List<QueueListenerContainer>> containersByQueue = Map.of();
+
 	private volatile boolean running;
 
 	/**
@@ -106,9 +114,16 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 				transactions, this.metrics, this.observationConvention, this.shutdownTimeout, this.virtualThreads, () -> {
 					checkStart(endpoint);
 					startNotifications();
-				});
+				}, this::isWatching);
 		this.containerCustomizer.customize(container);
 		this.containers.put(endpoint.id(), container);
+		Map<String, List<QueueListenerContainer>> byQueue = new HashMap<>();
+		for (QueueListenerContainer each : this.containers.values()) {
+			for (String queue : each.endpoint().containerProperties().queues()) {
+				byQueue.computeIfAbsent(queue, (key) -> new ArrayList<>()).add(each);
+			}
+		}
+		this.containersByQueue = byQueue;
 		if (this.running && endpoint.containerProperties().autoStartup()) {
 			container.start();
 		}
@@ -196,6 +211,16 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		return listener != null && listener.isListening();
 	}
 
+	/**
+	 * Whether the LISTEN connection is up and the last sweep of the queues for visible messages
+	 * worked: idle pollers are then woken for all they would find, and poll on their own only
+	 * rarely.
+	 */
+	boolean isWatching() {
+		VisibleMessageSweep current = this.sweep;
+		return current != null && current.isWorking() && isListening();
+	}
+
 	@Override
 	public synchronized void start() {
 		if (this.running) {
@@ -228,6 +253,11 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		this.notifyThread = new Thread(this.notifyListener, "pgqueue-notify");
 		this.notifyThread.setDaemon(true);
 		this.notifyThread.start();
+		this.sweep = new VisibleMessageSweep(this.context.dataSource(), this.sql, this::getListenerContainers,
+				this::wakeAll);
+		Thread sweeper = new Thread(this.sweep, "pgqueue-sweep");
+		sweeper.setDaemon(true);
+		sweeper.start();
 	}
 
 	/**
@@ -283,6 +313,10 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 			thread = this.notifyThread;
 			this.notifyListener = null;
 			this.notifyThread = null;
+			if (this.sweep != null) {
+				this.sweep.stop();
+				this.sweep = null;
+			}
 			if (this.keepAlive != null) {
 				this.keepAlive.countDown();
 				this.keepAlive = null;
@@ -328,7 +362,7 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 	}
 
 	private void wake(String queue) {
-		for (QueueListenerContainer container : getListenerContainers()) {
+		for (QueueListenerContainer container : this.containersByQueue.getOrDefault(queue, List.of())) {
 			container.wake(queue);
 		}
 	}

@@ -609,6 +609,32 @@ class SessionStatementsIntegrationTests {
 		assertThat(holding(session.key())).isEmpty();
 	}
 
+	// queues_with_visible_messages
+
+	@Test
+	void queuesWithVisibleMessages() throws SQLException {
+		send("visible-top", 1, SendOptions.builder().priority(0));
+		// Visible only at a lower priority, behind a delayed message of the top one.
+		send("visible-below", 1, SendOptions.builder().priority(0).delay(HOUR));
+		send("visible-below", 2, SendOptions.builder().priority(5));
+		// Held by a live session: still visible (only a claim can tell).
+		long held = send("visible-held", 1);
+		Session session = newSession();
+		assertThat(claimOne(this.sql.claimById, session, "visible-held", held)).hasSize(1);
+		send("visible-delayed", 1, SendOptions.builder().delay(HOUR));
+		send("visible-paused", 1);
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, paused) VALUES ('visible-paused', true)");
+		send("visible-unasked", 1);
+
+		Connection connection = this.connections.open();
+		List<Map<String, Object>> rows = rows(connection, this.sql.queuesWithVisibleMessages, new QueueSql.Queues(
+				new String[] { "visible-top", "visible-below", "visible-held", "visible-delayed", "visible-paused",
+						"visible-empty" }));
+
+		assertThat(rows).extracting((row) -> row.get("queue"))
+			.containsExactlyInAnyOrder("visible-top", "visible-below", "visible-held");
+	}
+
 	// The common cases of the three batch claims
 
 	/**

@@ -247,10 +247,35 @@ class QueueListenerContainerIntegrationTests {
 	}
 
 	@Test
-	void idleListenerPollsAboutOncePerPollIntervalWhateverItsConcurrency() throws Exception {
+	void idleListenerPollsAboutOncePerPollIntervalWhateverItsConcurrencyUntilTheRegistryWatches() throws Exception {
 		AtomicInteger claims = new AtomicInteger();
 		javax.sql.DataSource counting = countingClaims(this.listeners.consumerPool(), claims);
-		QueueListenerEndpointRegistry idle = new QueueListenerEndpointRegistry(this.template.context(), counting,
+		// A registry that listens but cannot sweep (its application data source refuses the sweep's
+		// statement): its idle pollers poll on their own.
+		javax.sql.DataSource app = this.template.context().dataSource();
+		javax.sql.DataSource refusingSweeps = (javax.sql.DataSource) java.lang.reflect.Proxy.newProxyInstance(
+				getClass().getClassLoader(), new Class<?>[] { javax.sql.DataSource.class }, (proxy, method, args) -> {
+					Object result = method.invoke(app, args);
+					if (!(result instanceof Connection connection)) {
+						return result;
+					}
+					return java.lang.reflect.Proxy.newProxyInstance(getClass().getClassLoader(),
+							new Class<?>[] { Connection.class }, (p, m, a) -> {
+								if (m.getName().equals("prepareStatement") && ((String) a[0]).contains("AS q(queue)")) {
+									throw new java.sql.SQLException("refused by the test");
+								}
+								try {
+									return m.invoke(connection, a);
+								}
+								catch (java.lang.reflect.InvocationTargetException ex) {
+									throw ex.getCause();
+								}
+							});
+				});
+		io.github.pgqueue.QueueContext unsweeping = io.github.pgqueue.QueueContext.builder(refusingSweeps)
+			.lockNamespace(this.template.context().lockNamespace())
+			.build();
+		QueueListenerEndpointRegistry idle = new QueueListenerEndpointRegistry(unsweeping, counting,
 				Duration.ofSeconds(5));
 		idle.registerListenerEndpoint(QueueListenerEndpoint.builder("idle-cost")
 				.listener(Integer.class, (message, ack) -> {
@@ -268,6 +293,7 @@ class QueueListenerContainerIntegrationTests {
 			Thread.sleep(2000);
 			int during = claims.get() - before;
 			// the leader polls every 200 ms: about 10; the three followers sleep ten intervals
+			assertThat(idle.isWatching()).isFalse();
 			assertThat(during).as("claims in 2 s").isBetween(8, 16);
 		}
 		finally {

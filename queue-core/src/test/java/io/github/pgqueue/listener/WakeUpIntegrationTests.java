@@ -27,8 +27,9 @@ import static org.awaitility.Awaitility.await;
 
 /**
  * How pollers learn of work: a send wakes one idle poller of the listener, not all of them (every
- * claim statement is counted, by thread, through the consumers' DataSource), and a poller that
- * has just found work looks again shortly without waiting for a notification.
+ * claim statement is counted, by thread, through the consumers' DataSource); a poller that has
+ * just found work looks again shortly without waiting for a notification; and the registry's
+ * sweep, not each idle poller, looks for what no notification announces.
  */
 @ExtendWith(PostgresExtension.class)
 class WakeUpIntegrationTests {
@@ -43,12 +44,17 @@ class WakeUpIntegrationTests {
 
 	private QueueListenerEndpointRegistry registry;
 
+	private HikariDataSource quietPool;
+
 	@AfterEach
 	void stop() {
 		if (this.registry != null) {
 			this.registry.stop();
 		}
 		this.pool.close();
+		if (this.quietPool != null) {
+			this.quietPool.close();
+		}
 	}
 
 	@Test
@@ -110,6 +116,73 @@ class WakeUpIntegrationTests {
 		try {
 			long second = this.template.send("linger", 2); // within the 511 ms a poller lingers
 			await().atMost(Duration.ofSeconds(10)).until(() -> handledBy.containsKey(second));
+		}
+		finally {
+			jdbc.execute("ALTER TABLE pgqueue.message ENABLE TRIGGER message_inserted");
+		}
+	}
+
+	/**
+	 * While the registry watches its queues, an idle poller does not poll on its own every poll
+	 * interval: twenty quiet listeners make no claim at all in a second, where each polled every
+	 * 100 ms before.
+	 */
+	@Test
+	void idleListenersOfAWatchingRegistryLeaveThePollingToTheSweep() {
+		// Twenty sessions, the LISTEN connection and the sweep's.
+		HikariDataSource quietPool = this.postgres.pool("wake-up-quiet", 24);
+		this.quietPool = quietPool;
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), counting(quietPool), Duration.ofSeconds(5));
+		for (int i = 0; i < 20; i++) {
+			this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("quiet-" + i)
+					.listener(Integer.class, (message, ack) -> {
+					})
+					.containerProperties(ContainerProperties.builder(List.of("quiet-" + i))
+						.concurrency(1)
+						.pollInterval(Duration.ofMillis(100))
+						.build())
+					.build());
+		}
+		this.registry.start();
+		await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(this.registry.isWatching()
+				&& this.claimsByThread.size() == 20).as("watching %s, claims by thread %s", this.registry.isWatching(),
+						this.claimsByThread).isTrue());
+		// Every poller has chosen its wait since the registry began to watch.
+		await().pollDelay(Duration.ofMillis(500)).atMost(Duration.ofSeconds(5)).until(() -> true);
+
+		int before = this.claimsByThread.values().stream().mapToInt(Integer::intValue).sum();
+		await().pollDelay(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(5)).until(() -> true);
+		int claims = this.claimsByThread.values().stream().mapToInt(Integer::intValue).sum() - before;
+
+		assertThat(this.registry.isWatching()).isTrue();
+		assertThat(claims).as("claims of twenty idle pollers in a second").isZero();
+	}
+
+	/**
+	 * What no notification announces reaches an idle listener at the next sweep, one poll interval
+	 * later, not at its own next poll, sixty poll intervals later: the insert trigger is disabled
+	 * for the send, as a message freed by a consumer that died notifies nobody either.
+	 */
+	@Test
+	void aMessageThatNotifiesNobodyReachesAnIdleListenerAtTheNextSweep() {
+		Map<Long, String> handledBy = new ConcurrentHashMap<>();
+		this.registry = new QueueListenerEndpointRegistry(this.template.context(), this.pool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("swept")
+				.listener(Integer.class, (message, ack) -> handledBy.put(message.id(), Thread.currentThread().getName()))
+				.containerProperties(ContainerProperties.builder(List.of("swept"))
+					.concurrency(1)
+					.pollInterval(Duration.ofMillis(200))
+					.build())
+				.build());
+		this.registry.start();
+		await().atMost(Duration.ofSeconds(10)).until(this.registry::isWatching);
+		// The poller has chosen its wait (12 s) since the registry began to watch.
+		await().pollDelay(Duration.ofMillis(1000)).atMost(Duration.ofSeconds(5)).until(() -> true);
+		JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
+		jdbc.execute("ALTER TABLE pgqueue.message DISABLE TRIGGER message_inserted");
+		try {
+			long id = this.template.send("swept", 1);
+			await().atMost(Duration.ofSeconds(3)).until(() -> handledBy.containsKey(id));
 		}
 		finally {
 			jdbc.execute("ALTER TABLE pgqueue.message ENABLE TRIGGER message_inserted");

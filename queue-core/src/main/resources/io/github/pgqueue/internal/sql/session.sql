@@ -728,3 +728,29 @@ UNION ALL
 SELECT t.id FROM unnest(:ids::bigint[]) AS t(id)
  WHERE CASE WHEN t.id NOT IN (SELECT id FROM released)
             THEN pg_advisory_unlock(:namespace, t.id::bit(32)::int4) ELSE false END;
+
+-- name: queues_with_visible_messages
+-- Which of :queues hold a message visible now, of a queue not paused: run once a poll interval
+-- for all of an application's listeners (on a pooled connection, outside any session), which
+-- then wakes an idle poller of each queue named. Finds what no notification announces: a message
+-- freed because its consumer died, a FIFO group's next message once its head is gone. A message
+-- held by a live consumer counts too (it is visible; only a claim can tell), which costs its
+-- queue one empty claim a poll interval while it is held. Walks each queue's priorities as the
+-- claims do, one index descent per priority, so that a queue of delayed messages costs a probe
+-- per priority, not a scan.
+WITH RECURSIVE priorities AS (
+    SELECT q.queue, (SELECT m.priority FROM pgqueue.message m WHERE m.queue = q.queue
+                      ORDER BY m.priority LIMIT 1) AS priority
+      FROM unnest(:queues::text[]) AS q(queue)
+    UNION ALL
+    SELECT p.queue, (SELECT m.priority FROM pgqueue.message m WHERE m.queue = p.queue AND m.priority > p.priority
+                      ORDER BY m.priority LIMIT 1)
+      FROM priorities p
+     WHERE p.priority IS NOT NULL
+)
+SELECT DISTINCT p.queue
+  FROM priorities p
+ WHERE p.priority IS NOT NULL
+   AND EXISTS (SELECT 1 FROM pgqueue.message m
+                WHERE m.queue = p.queue AND m.priority = p.priority AND m.visible_at <= now())
+   AND NOT EXISTS (SELECT 1 FROM pgqueue.queue q WHERE q.name = p.queue AND q.paused);

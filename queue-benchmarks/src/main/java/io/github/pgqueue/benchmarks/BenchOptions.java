@@ -18,7 +18,7 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 		double steadyRate, int hugeBacklog) {
 
 	static final List<String> ALL = List.of("send", "send-batch", "drain", "latency-idle", "delayed", "steady",
-			"backlog", "idle-cost", "churn", "pressure", "filter", "fifo-groups", "memory");
+			"backlog", "idle-cost", "many-queues", "churn", "pressure", "filter", "fifo-groups", "memory");
 
 	static final List<String> QUICK = List.of("send", "send-batch", "drain", "latency-idle");
 

@@ -42,7 +42,8 @@ final class BenchDatabase implements AutoCloseable {
 		this.server = server;
 		this.jdbcUrl = "jdbc:postgresql://localhost:" + server.getPort() + "/postgres";
 		this.appPool = pool("bench-app", 24, false);
-		this.consumerPool = pool("bench-consumers", 96, false);
+		// One session per listener thread: many-queues runs 500 listeners in one JVM.
+		this.consumerPool = pool("bench-consumers", 600, false);
 		this.adminPool = pool("bench-admin", 4, true);
 		this.admin = new JdbcTemplate(this.adminPool);
 		Flyway.configure()
@@ -62,7 +63,7 @@ final class BenchDatabase implements AutoCloseable {
 	static BenchDatabase start() {
 		try {
 			EmbeddedPostgres server = EmbeddedPostgres.builder()
-				.setServerConfig("max_connections", "300")
+				.setServerConfig("max_connections", "700")
 				.setServerConfig("fsync", "off")
 				.setServerConfig("synchronous_commit", "off")
 				.setServerConfig("full_page_writes", "off")
@@ -105,6 +106,32 @@ final class BenchDatabase implements AutoCloseable {
 	/** Where consumers take theirs: one connection per consumer thread, plus LISTEN connections. */
 	DataSource consumerPool() {
 		return this.consumerPool;
+	}
+
+	/**
+	 * Opens {@code connections} connections in the consumer pool ahead, one after the other, so
+	 * that hundreds of listeners starting at once do not wait for the pool to open them.
+	 */
+	void openConsumerConnections(int connections) {
+		java.util.List<java.sql.Connection> opened = new java.util.ArrayList<>();
+		try {
+			for (int i = 0; i < connections; i++) {
+				opened.add(this.consumerPool.getConnection());
+			}
+		}
+		catch (java.sql.SQLException ex) {
+			throw new IllegalStateException("Could not open " + connections + " consumer connections", ex);
+		}
+		finally {
+			for (java.sql.Connection connection : opened) {
+				try {
+					connection.close();
+				}
+				catch (java.sql.SQLException ex) {
+					// back in the pool or gone: either way not ours any more
+				}
+			}
+		}
 	}
 
 	/** For setup, bulk loads and statistics; never used by a system under measurement. */

@@ -92,6 +92,7 @@ public final class BenchmarkMain {
 			case "memory" -> new MemoryScenario(context).run();
 			case "filter" -> new FilterScenario(context).run();
 			case "fifo-groups" -> new FifoGroupsScenario(context).run();
+			case "many-queues" -> new ManyQueuesScenario(context).run();
 			default -> throw new IllegalArgumentException("Unknown scenario " + scenario);
 		}
 	}

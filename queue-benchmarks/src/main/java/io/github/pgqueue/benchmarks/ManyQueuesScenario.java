@@ -1,0 +1,119 @@
+package io.github.pgqueue.benchmarks;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * {@code many-queues}: many quiet queues in one JVM. For 50 and then 500 queues, one listener
+ * (one thread) each: the producers send {@code steadyRate} messages a second in all (2 000 by
+ * default), round robin over the queues, so each queue gets few (40 or 4 a second); reported is
+ * the time from send commit to handler start, p50/p99, of a 10 s window after a 2 s warm-up
+ * ({@code many-queues}). Then the same listeners stay idle: the growth of
+ * {@code pg_stat_database.xact_commit} over 20 s, as in {@code idle-cost}, is what they cost
+ * PostgreSQL ({@code many-queues-idle}). Only systems that have queues take part.
+ */
+final class ManyQueuesScenario {
+
+	private static final int[] LISTENERS = { 50, 500 };
+
+	private static final int PRODUCERS = 4;
+
+	private static final Duration START_UP = Duration.ofSeconds(3);
+
+	private static final Duration WARM_UP = Duration.ofSeconds(2);
+
+	private static final Duration WINDOW = Duration.ofSeconds(10);
+
+	private static final Duration GRACE = Duration.ofSeconds(10);
+
+	// Longer than the 10 s an idle backend may hold back its statistics.
+	private static final long IDLE_SETTLE_MILLIS = 11_000;
+
+	private static final long IDLE_WINDOW_MILLIS = 20_000;
+
+	/** The two statements of each reading of the counter: one of them falls inside the window. */
+	private static final int READING_STATEMENTS = 2;
+
+	private final BenchContext context;
+
+	ManyQueuesScenario(BenchContext context) {
+		this.context = context;
+	}
+
+	void run() {
+		for (QueueSystem system : this.context.systems()) {
+			if (!system.hasQueues()) {
+				System.out.println("# many-queues: " + system.name() + " has one queue; skipped");
+				continue;
+			}
+			for (int listeners : LISTENERS) {
+				measure(system, listeners);
+			}
+		}
+	}
+
+	private void measure(QueueSystem system, int listeners) {
+		system.clear();
+		this.context.database().vacuumAnalyze(system.table());
+		int batchSize = system.claimsInBatches() ? PgQueueSystem.DEFAULT_BATCH_SIZE : 1;
+		double rate = this.context.options().steadyRate();
+		List<String> queues = new ArrayList<>();
+		for (int i = 0; i < listeners; i++) {
+			queues.add("mq" + listeners + "-" + i);
+		}
+		long capacity = (long) (rate * (WARM_UP.toSeconds() + WINDOW.toSeconds() + 2) * 1.2) + 10_000;
+		Latencies latencies = new Latencies((int) capacity);
+		LongAdder handled = new LongAdder();
+		AtomicLong sequence = new AtomicLong();
+		Producers.Send send = (first, count) -> {
+			system.send(queues.get((int) (first % listeners)), first);
+			latencies.committed(first);
+		};
+		this.context.database().openConsumerConnections(listeners + 2);
+		try (Consumers consumers = system.startQueueListeners(queues, batchSize, (n) -> {
+			latencies.started(n);
+			handled.increment();
+		})) {
+			BenchContext.pause(START_UP.toMillis());
+			Producers.run(PRODUCERS, WARM_UP, rate, sequence, 1, send);
+			long first = sequence.get();
+			long handledBefore = handled.sum();
+			long started = System.nanoTime();
+			Producers.run(PRODUCERS, WINDOW, rate, sequence, 1, send);
+			double seconds = (System.nanoTime() - started) / 1e9;
+			long end = sequence.get();
+			long handledInWindow = handled.sum() - handledBefore;
+			awaitHandled(handled, end);
+			Latencies.Summary summary = latencies.summarize(first, end);
+			this.context.results()
+				.add(new BenchRow("many-queues", system.name(), listeners, String.valueOf(batchSize), end - first,
+						handledInWindow / seconds, summary.p50Millis(), summary.p99Millis(), Map.of())
+					.with("offered_per_s", (end - first) / seconds)
+					.with("max_ms", summary.maxMillis())
+					.with("lost", end - handled.sum()));
+
+			BenchContext.pause(IDLE_SETTLE_MILLIS);
+			long before = this.context.database().committedTransactions();
+			BenchContext.pause(IDLE_WINDOW_MILLIS);
+			long after = this.context.database().committedTransactions();
+			double perSecond = Math.max(0, after - before - READING_STATEMENTS) / (IDLE_WINDOW_MILLIS / 1000.0);
+			this.context.results()
+				.add(new BenchRow("many-queues-idle", system.name(), listeners, "-", 0, null, null, null, Map.of())
+					.with("statements_per_s", perSecond)
+					.with("per_listener", perSecond / listeners));
+		}
+		system.clear();
+	}
+
+	private static void awaitHandled(LongAdder handled, long sent) {
+		long deadline = System.nanoTime() + GRACE.toNanos();
+		while (handled.sum() < sent && System.nanoTime() < deadline) {
+			BenchContext.pause(20);
+		}
+	}
+
+}

@@ -8,12 +8,10 @@ import java.time.Duration;
  * handled at least {@value #BUSY_PER_SECOND} messages in the last whole second or so far in this
  * one. Not thread-safe: one per poller.
  * <p>
- * The driver reads notifications in one go for as long as each arrives within a millisecond of the
- * last: under a steady stream of sends the LISTEN connection hands them over in bursts up to a
- * second apart, and pollers that waited for them would leave the messages sent in between waiting
- * for the burst or the poll interval. A busy poller that lingers finds those messages itself; a
- * queue that goes quiet costs it nine more claims. A quiet poller does not linger: many listeners
- * lingering after every message of quiet queues would take the cores from the application.
+ * A busy poller that lingers finds the messages sent meanwhile itself, without waiting for their
+ * notification and the wake-up; a queue that goes quiet costs it nine more claims. A quiet poller
+ * does not linger: many listeners doing so after every message of quiet queues would take the
+ * cores from the application.
  */
 public final class Linger {
 

@@ -325,15 +325,25 @@ public final class QueueAdmin {
 	 * for the exchange's type
 	 */
 	public ExchangeDefinition.Type bind(String exchange, ExchangeDefinition.Binding binding) {
-		QueueNames.requireQueue(exchange);
-		ExchangeDefinition.Type type = ExchangeDefinition.Type.valueOf(this.jdbc
-			.query(this.sql.ensureExchange.with(new QueueSql.Exchange(exchange)), (rs, row) -> rs.getString("type"))
-			.get(0)
-			.toUpperCase(java.util.Locale.ROOT));
+		ExchangeDefinition.Type type = declareIfAbsent(exchange);
 		String key = (type == ExchangeDefinition.Type.FANOUT) ? "" : binding.routingKey();
 		this.jdbc.update(this.sql.bindQueue.with(new QueueSql.BindQueue(exchange, binding.queue(), key,
 				binding.keyRegex(type, exchange))));
 		return type;
+	}
+
+	/**
+	 * Declares {@code exchange} as a {@link ExchangeDefinition.Type#TOPIC topic} exchange without
+	 * bindings that drops what matches none, unless it is declared; a declared one is left as it is.
+	 * @return the type of the exchange
+	 * @throws IllegalArgumentException if the name is not valid
+	 */
+	public ExchangeDefinition.Type declareIfAbsent(String exchange) {
+		QueueNames.requireQueue(exchange);
+		return ExchangeDefinition.Type.valueOf(this.jdbc
+			.query(this.sql.ensureExchange.with(new QueueSql.Exchange(exchange)), (rs, row) -> rs.getString("type"))
+			.get(0)
+			.toUpperCase(java.util.Locale.ROOT));
 	}
 
 	/**

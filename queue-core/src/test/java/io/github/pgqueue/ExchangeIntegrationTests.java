@@ -180,6 +180,10 @@ class ExchangeIntegrationTests {
 		assertThat(this.template.publish("events", "any", "z")).isEqualTo(2);
 		assertThatIllegalArgumentException().isThrownBy(() -> this.admin.bind("bad name", new Binding("q", "#")))
 			.withMessageContaining("bad name");
+		assertThat(this.admin.declareIfAbsent("events")).isEqualTo(Type.FANOUT);
+		assertThat(this.template.publish("events", "any", "w")).as("bindings kept").isEqualTo(2);
+		assertThat(this.admin.declareIfAbsent("fresh")).isEqualTo(Type.TOPIC);
+		assertThat(this.template.publish("fresh", "any", "v")).as("declared, bound to nothing").isZero();
 	}
 
 	@Test

@@ -19,7 +19,8 @@ import org.springframework.messaging.support.ErrorMessage;
 /**
  * What a consumer binding does with a message its handler failed: retries it with the queue's
  * back-off while it has attempts left; on its last attempt — or at once when its payload does not
- * convert, which no retry mends — sends an {@link ErrorMessage} to the binding's error channel
+ * convert to the handler's type (a conversion error, or the cast that fails when Spring Cloud
+ * Stream hands an unconverted payload on), which no retry mends — sends an {@link ErrorMessage} to the binding's error channel
  * ({@code <destination>.<group>.errors}, bridged to {@code errorChannel}) and dead-letters it
  * to the group's dead-letter queue, with the error as its last error.
  */
@@ -69,7 +70,9 @@ final class BindingErrorHandler implements QueueErrorHandler {
 
 	static boolean isConversionFailure(Throwable error) {
 		for (Throwable cause = error; cause != null; cause = cause.getCause()) {
-			if (cause instanceof MessageConversionException || cause instanceof PayloadConversionException) {
+			// a payload the function's input type cannot take reaches it unconverted and fails the cast
+			if (cause instanceof MessageConversionException || cause instanceof PayloadConversionException
+					|| cause instanceof ClassCastException) {
 				return true;
 			}
 			if (cause.getCause() == cause) {

@@ -23,9 +23,9 @@ import org.springframework.util.MimeType;
 
 /**
  * How a Spring message becomes a pgqueue message and back. A body the binder gets as bytes is
- * stored as what it is, so that SQL, the dashboard and {@code @QueueListener} can read it: a JSON
- * content type as the JSON document, a text one as text, anything else as Base64 text marked by
- * the header {@value #ENCODING_HEADER}. Headers travel as text; Spring's own (id, timestamp,
+ * stored as what it is, so that SQL, the dashboard and {@code @QueueListener} can read it: JSON as
+ * the JSON document, text (and the bare text of a String sent as JSON) as text, anything else as
+ * Base64 text marked by the header {@value #ENCODING_HEADER}. The consumer gets the same bytes back. Headers travel as text; Spring's own (id, timestamp,
  * channels) and pgqueue's received-message headers do not travel.
  */
 final class MessageMapping {
@@ -67,16 +67,15 @@ final class MessageMapping {
 			}
 		}
 		else if (isJson(contentType)) {
-			try {
-				return new Outbound(this.mapper.readTree(bytes), headers);
+			JsonNode json = jsonOrNull(bytes);
+			if (json != null) {
+				return new Outbound(json, headers);
 			}
-			catch (JacksonException ex) {
-				throw new IllegalArgumentException("The payload of a message with content type " + contentType
-						+ " is not JSON: " + ex.getOriginalMessage(), ex);
-			}
+			// a String sent as application/json is its bare text, not a JSON string: kept as text
 		}
-		if (isText(contentType)) {
-			return new Outbound(new String(bytes, StandardCharsets.UTF_8), headers);
+		String text = (isText(contentType) || isJson(contentType)) ? utf8OrNull(bytes) : null;
+		if (text != null) {
+			return new Outbound(text, headers);
 		}
 		headers.put(ENCODING_HEADER, BASE64);
 		return new Outbound(Base64.getEncoder().encodeToString(bytes), headers);
@@ -124,6 +123,15 @@ final class MessageMapping {
 			.copyHeaders(first)
 			.setHeader(PgQueueBinderHeaders.BATCH_HEADERS, each)
 			.build();
+	}
+
+	private static String utf8OrNull(byte[] bytes) {
+		try {
+			return StandardCharsets.UTF_8.newDecoder().decode(java.nio.ByteBuffer.wrap(bytes)).toString();
+		}
+		catch (java.nio.charset.CharacterCodingException ex) {
+			return null; // not text after all: kept as Base64
+		}
 	}
 
 	private JsonNode jsonOrNull(byte[] bytes) {

@@ -1,5 +1,6 @@
 package io.github.pgqueue.stream.binder;
 
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 import io.github.pgqueue.testing.EmbeddedPostgres;
@@ -11,10 +12,17 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.extension.ExtendWith;
 
+import org.springframework.cloud.stream.binder.Binding;
 import org.springframework.cloud.stream.binder.ExtendedConsumerProperties;
 import org.springframework.cloud.stream.binder.ExtendedProducerProperties;
 import org.springframework.cloud.stream.binder.PartitionCapableBinderTests;
 import org.springframework.cloud.stream.binder.Spy;
+import org.springframework.cloud.stream.provisioning.ProvisioningException;
+import org.springframework.integration.channel.QueueChannel;
+import org.springframework.messaging.MessageChannel;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
 /**
  * Spring Cloud Stream's own binder tests ({@code AbstractBinderTests},
@@ -71,6 +79,35 @@ class PgQueueBinderTests extends
 	@Override
 	public Spy spyOn(String name) {
 		throw new UnsupportedOperationException("Not used by these tests");
+	}
+
+	@Test
+	void aDestinationPgQueueCannotHoldIsRefusedNamingIt() {
+		assertThatExceptionOfType(ProvisioningException.class)
+			.isThrownBy(() -> getBinder().bindConsumer("orders/eu", "billing", new QueueChannel(),
+					createConsumerProperties()))
+			.withMessageContaining("'orders/eu'")
+			.withMessageContaining("letters, digits");
+		assertThatExceptionOfType(ProvisioningException.class)
+			.isThrownBy(() -> getBinder().bindConsumer("orders", "g".repeat(60), new QueueChannel(),
+					createConsumerProperties()))
+			.withMessageContaining("group '" + "g".repeat(60) + "'");
+	}
+
+	@Test
+	void anAnonymousConsumersQueueIsRemovedWhenItUnbindsAndAGroupsStays() {
+		QueueAdmin admin = new QueueAdmin(template.context());
+		Binding<MessageChannel> anonymous = getBinder().bindConsumer("events", null, new QueueChannel(),
+				createConsumerProperties());
+		Binding<MessageChannel> group = getBinder().bindConsumer("events", "audit", new QueueChannel(),
+				createConsumerProperties());
+		assertThat(admin.declaredQueues()).anyMatch((queue) -> queue.startsWith("events.anonymous-"))
+			.contains("events.audit");
+
+		anonymous.unbind();
+		group.unbind();
+		assertThat(admin.declaredQueues()).noneMatch((queue) -> queue.startsWith("events.anonymous-"))
+			.contains("events.audit");
 	}
 
 	/**

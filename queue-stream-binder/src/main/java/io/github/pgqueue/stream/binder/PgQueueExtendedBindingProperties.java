@@ -3,6 +3,7 @@ package io.github.pgqueue.stream.binder;
 import java.util.Map;
 
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.NestedConfigurationProperty;
 import org.springframework.cloud.stream.binder.AbstractExtendedBindingProperties;
 import org.springframework.cloud.stream.binder.BinderSpecificPropertiesProvider;
 
@@ -42,6 +43,7 @@ public class PgQueueExtendedBindingProperties
 	 * The defaults, bound here so that an unknown name under {@code default} fails as one under
 	 * {@code bindings} does; Spring Cloud Stream applies them to each binding.
 	 */
+	@NestedConfigurationProperty
 	public PgQueueBindingProperties getDefault() {
 		return this.defaults;
 	}

@@ -20,6 +20,8 @@ import io.github.pgqueue.stream.binder.orders.OrdersApplication;
 import io.github.pgqueue.test.EmbeddedPgQueue;
 import io.github.pgqueue.test.QueueTestSupport;
 import io.github.pgqueue.test.StoredMessage;
+import io.micrometer.observation.tck.TestObservationRegistry;
+import io.micrometer.observation.tck.TestObservationRegistryAssert;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.beans.factory.annotation.Autowired;
@@ -44,6 +46,7 @@ import static org.awaitility.Awaitility.await;
 @EmbeddedPgQueue
 @SpringBootTest(classes = PgQueueBinderIntegrationTests.FeaturesApplication.class, properties = {
 		"spring.cloud.stream.default-binder=pgqueue",
+		"pgqueue.template.observation-enabled=true", "pgqueue.listener.observation-enabled=true",
 		"spring.cloud.function.definition=invoice;record;flaky;batched;audit",
 		// orders -> invoices -> ledger, per customer in order (OrdersApplication)
 		"spring.cloud.stream.bindings.orders.destination=orders",
@@ -113,6 +116,9 @@ class PgQueueBinderIntegrationTests {
 
 	@Autowired
 	private SubscribableChannel errorChannel;
+
+	@Autowired
+	private TestObservationRegistry observations;
 
 	@Test
 	void aGroupIsADurableQueueBoundToTheDestinationAndConcurrencyIsItsPollers() {
@@ -191,14 +197,26 @@ class PgQueueBinderIntegrationTests {
 			.setHeader("traceparent", traceparent).setHeader("attempts", 7).build());
 		this.streamBridge.send("to-audit", MessageBuilder.withPayload("not ours").setHeader("tenant", "other").build());
 
-		await().atMost(WAIT).until(() -> this.received.audit.size() == 1);
-		Message<String> message = this.received.audit.get(0);
+		await().atMost(WAIT).until(() -> this.received.audit.stream().anyMatch((m) -> m.getPayload().equals("hello")));
+		Message<String> message = this.received.audit.stream().filter((m) -> m.getPayload().equals("hello"))
+			.findFirst().orElseThrow();
 		assertThat(message.getPayload()).isEqualTo("hello");
 		assertThat(message.getHeaders()).containsEntry("tenant", "acme").containsEntry("traceparent", traceparent)
 			.containsEntry("attempts", "7").containsKey(PgQueueBinderHeaders.ID);
 		assertThat(message.getHeaders().get("contentType").toString()).startsWith("application/json");
 		assertThat(this.queues.sent("audit.g", String.class)).extracting(StoredMessage::payload)
 			.containsExactly("not ours");
+		assertThat(this.received.audit).noneMatch((m) -> m.getPayload().equals("not ours"));
+	}
+
+	@Test
+	void sendsAndHandlerCallsAreObservedAsPgQueuesOwn() {
+		this.streamBridge.send("to-audit", MessageBuilder.withPayload("observed").setHeader("tenant", "acme").build());
+
+		await().atMost(WAIT).untilAsserted(() -> {
+			TestObservationRegistryAssert.assertThat(this.observations).hasObservationWithNameEqualTo("pgqueue.send");
+			TestObservationRegistryAssert.assertThat(this.observations).hasObservationWithNameEqualTo("pgqueue.process");
+		});
 	}
 
 	@Test
@@ -243,6 +261,11 @@ class PgQueueBinderIntegrationTests {
 
 	@Import(OrdersApplication.class)
 	static class FeaturesApplication {
+
+		@Bean
+		TestObservationRegistry observationRegistry() {
+			return TestObservationRegistry.create();
+		}
 
 		@Bean
 		Received received() {

@@ -30,7 +30,9 @@ final class PgQueueInboundAdapter extends MessageProducerSupport implements Paus
 	PgQueueInboundAdapter(QueueListenerEndpointRegistry registry, ContainerProperties.Builder container, boolean batch,
 			MessageMapping mapping) {
 		this.registry = registry;
-		ContainerProperties properties = container.autoStartup(false).build();
+		// registered when the binding starts: the registry starts it at once if it runs, else when it
+		// starts, after sizing the pollers' connections for every listener it holds
+		ContainerProperties properties = container.autoStartup(true).build();
 		this.id = "binding-" + properties.queues().get(0) + "-" + SEQUENCE.incrementAndGet();
 		QueueListenerEndpoint.Builder builder = QueueListenerEndpoint.builder(this.id).containerProperties(properties);
 		if (batch) {
@@ -55,7 +57,6 @@ final class PgQueueInboundAdapter extends MessageProducerSupport implements Paus
 	@Override
 	protected void doStart() {
 		this.registry.registerListenerEndpoint(this.endpoint);
-		this.registry.getListenerContainer(this.id).start();
 	}
 
 	@Override

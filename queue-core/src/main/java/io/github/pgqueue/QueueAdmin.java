@@ -315,6 +315,48 @@ public final class QueueAdmin {
 	}
 
 	/**
+	 * Adds {@code binding} to {@code exchange} and leaves its other bindings as they are (unlike
+	 * {@link #declare(ExchangeDefinition)}, which replaces them all). An exchange not declared yet
+	 * is declared first as a {@link ExchangeDefinition.Type#TOPIC topic} exchange that drops what
+	 * matches no binding; a declared one keeps its type and policy. Runs in the caller's
+	 * transaction, if any. For code that binds queues one at a time, such as a messaging binder.
+	 * @return the type of the exchange, which says how the binding's key is matched
+	 * @throws IllegalArgumentException if a name is not valid, or the key is not a valid pattern
+	 * for the exchange's type
+	 */
+	public ExchangeDefinition.Type bind(String exchange, ExchangeDefinition.Binding binding) {
+		ExchangeDefinition.Type type = declareIfAbsent(exchange);
+		String key = (type == ExchangeDefinition.Type.FANOUT) ? "" : binding.routingKey();
+		this.jdbc.update(this.sql.bindQueue.with(new QueueSql.BindQueue(exchange, binding.queue(), key,
+				binding.keyRegex(type, exchange))));
+		return type;
+	}
+
+	/**
+	 * Declares {@code exchange} as a {@link ExchangeDefinition.Type#TOPIC topic} exchange without
+	 * bindings that drops what matches none, unless it is declared; a declared one is left as it is.
+	 * @return the type of the exchange
+	 * @throws IllegalArgumentException if the name is not valid
+	 */
+	public ExchangeDefinition.Type declareIfAbsent(String exchange) {
+		QueueNames.requireQueue(exchange);
+		return ExchangeDefinition.Type.valueOf(this.jdbc
+			.query(this.sql.ensureExchange.with(new QueueSql.Exchange(exchange)), (rs, row) -> rs.getString("type"))
+			.get(0)
+			.toUpperCase(java.util.Locale.ROOT));
+	}
+
+	/**
+	 * Removes {@code binding} from {@code exchange}, leaving its other bindings.
+	 * @return whether there was such a binding
+	 */
+	public boolean unbind(String exchange, ExchangeDefinition.Binding binding) {
+		QueueNames.requireQueue(exchange);
+		return this.jdbc.update(this.sql.unbindQueue.with(new QueueSql.UnbindQueue(exchange, binding.queue(),
+				binding.routingKey()))) > 0;
+	}
+
+	/**
 	 * Moves up to {@code max} messages from the dead-letter queue of {@code queue} back to it, with
 	 * their attempts reset, and returns how many moved.
 	 */

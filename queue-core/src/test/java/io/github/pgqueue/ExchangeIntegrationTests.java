@@ -161,6 +161,32 @@ class ExchangeIntegrationTests {
 	}
 
 	@Test
+	void bindAddsOneBindingDeclaringATopicExchangeAndKeepsTheOthers() {
+		assertThat(this.admin.bind("orders", new Binding("billing", "order.*"))).isEqualTo(Type.TOPIC);
+		assertThat(this.admin.bind("orders", new Binding("audit", "#"))).isEqualTo(Type.TOPIC);
+		assertThat(this.template.publish("orders", "order.created", "x")).isEqualTo(2);
+		assertThat(queuesOf("x")).containsExactlyInAnyOrder("billing", "audit");
+
+		assertThat(this.admin.unbind("orders", new Binding("billing", "order.*"))).isTrue();
+		assertThat(this.admin.unbind("orders", new Binding("billing", "order.*"))).as("gone already").isFalse();
+		assertThat(this.template.publish("orders", "order.created", "y")).isEqualTo(1);
+		assertThat(queuesOf("y")).containsExactly("audit");
+	}
+
+	@Test
+	void bindKeepsTheTypeOfADeclaredExchange() {
+		this.admin.declare(new ExchangeDefinition("events", Type.FANOUT, List.of(new Binding("billing", ""))));
+		assertThat(this.admin.bind("events", new Binding("audit", "ignored"))).isEqualTo(Type.FANOUT);
+		assertThat(this.template.publish("events", "any", "z")).isEqualTo(2);
+		assertThatIllegalArgumentException().isThrownBy(() -> this.admin.bind("bad name", new Binding("q", "#")))
+			.withMessageContaining("bad name");
+		assertThat(this.admin.declareIfAbsent("events")).isEqualTo(Type.FANOUT);
+		assertThat(this.template.publish("events", "any", "w")).as("bindings kept").isEqualTo(2);
+		assertThat(this.admin.declareIfAbsent("fresh")).isEqualTo(Type.TOPIC);
+		assertThat(this.template.publish("fresh", "any", "v")).as("declared, bound to nothing").isZero();
+	}
+
+	@Test
 	void publishInARolledBackTransactionSendsNothing() {
 		this.admin.declare(new ExchangeDefinition("orders", Type.FANOUT, List.of(new Binding("billing", ""))));
 		new TransactionTemplate(new DataSourceTransactionManager(this.dataSource)).executeWithoutResult((status) -> {

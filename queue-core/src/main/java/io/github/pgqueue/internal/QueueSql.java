@@ -208,7 +208,7 @@ public final class QueueSql {
 			Instant notBefore, long delayMs, Integer maxAttempts, String deduplicationKey, String groupKey) {
 	}
 
-	/** Parameters of {@code unroutable_policy}. */
+	/** A statement about one exchange: {@code unroutable_policy}, {@code ensure_exchange}. */
 	public record Exchange(String exchange) {
 	}
 
@@ -258,6 +258,14 @@ public final class QueueSql {
 	public record Queue(String queue) {
 	}
 
+	/** One binding of an exchange, with the regular expression its routing key is matched by. */
+	public record BindQueue(String exchange, String queue, String routingKey, String keyRegex) {
+	}
+
+	/** One binding of an exchange. */
+	public record UnbindQueue(String exchange, String queue, String routingKey) {
+	}
+
 	public final NamedStatement<Cancel> cancel;
 
 	public final NamedStatement<Exists> exists;
@@ -269,6 +277,12 @@ public final class QueueSql {
 	public final NamedStatement<Redrive> redrive;
 
 	public final NamedStatement<DeclareExchange> declareExchange;
+
+	public final NamedStatement<Exchange> ensureExchange;
+
+	public final NamedStatement<BindQueue> bindQueue;
+
+	public final NamedStatement<UnbindQueue> unbindQueue;
 
 	public final NamedStatement<Queue> deadLetterQueue;
 
@@ -410,6 +424,9 @@ public final class QueueSql {
 		this.upsertQueue = NamedStatement.load(s, "admin", "upsert_queue", UpsertQueue.class);
 		this.redrive = NamedStatement.load(s, "admin", "redrive", Redrive.class);
 		this.declareExchange = NamedStatement.load(s, "admin", "declare_exchange", DeclareExchange.class);
+		this.ensureExchange = NamedStatement.load(s, "admin", "ensure_exchange", Exchange.class);
+		this.bindQueue = NamedStatement.load(s, "admin", "bind_queue", BindQueue.class);
+		this.unbindQueue = NamedStatement.load(s, "admin", "unbind_queue", UnbindQueue.class);
 		this.deadLetterQueue = NamedStatement.load(s, "admin", "dead_letter_queue", Queue.class);
 		this.deadLetterQueueOfDeclared = NamedStatement.load(s, "admin", "dead_letter_queue_of_declared", Queue.class);
 		this.declaredQueues = NamedStatement.load(s, "admin", "declared_queues", None.class);

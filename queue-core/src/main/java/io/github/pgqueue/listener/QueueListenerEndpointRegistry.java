@@ -130,6 +130,24 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 	}
 
 	/**
+	 * Stops the container of listener {@code id}, giving its running handlers the shutdown
+	 * timeout, and removes it, so that the id can be registered again: for listeners that come and
+	 * go while the application runs, such as the consumer bindings of a messaging binder.
+	 * @return whether there was such a listener
+	 */
+	public boolean unregisterListenerEndpoint(String id) {
+		QueueListenerContainer container;
+		synchronized (this) {
+			container = this.containers.remove(id);
+		}
+		if (container == null) {
+			return false;
+		}
+		container.stop();
+		return true;
+	}
+
+	/**
 	 * Runs each time the container of {@code endpoint} is about to start — with the registry, or
 	 * by its own {@link QueueListenerContainer#start()} — before its pollers: an exception refuses
 	 * the start, and the container stays stopped. Does nothing here; the Spring Boot registry

@@ -222,6 +222,42 @@ class AdminStatementsIntegrationTests {
 	}
 
 	@Test
+	void ensureExchange() throws SQLException {
+		Connection connection = this.connections.open();
+
+		assertThat(rows(connection, this.sql.ensureExchange, new QueueSql.Exchange("ex")))
+			.as("declared now, as a topic exchange").containsExactly(Map.of("type", "topic"));
+		assertThat(exchange("ex")).containsExactly("topic", "drop");
+		this.jdbc.update("UPDATE pgqueue.exchange SET type = 'fanout', unroutable = 'fail' WHERE name = 'ex'");
+		assertThat(rows(connection, this.sql.ensureExchange, new QueueSql.Exchange("ex")))
+			.as("one row: the declared exchange's type, left as it is").containsExactly(Map.of("type", "fanout"));
+		assertThat(exchange("ex")).containsExactly("fanout", "fail");
+	}
+
+	@Test
+	void bindQueue() throws SQLException {
+		Connection connection = this.connections.open();
+		update(connection, this.sql.declareExchange, new QueueSql.DeclareExchange("ex", "topic", "drop",
+				new String[] { "q1" }, new String[] { "#" }, new String[] { "r1" }));
+
+		assertThat(update(connection, this.sql.bindQueue, new QueueSql.BindQueue("ex", "q2", "a.*", "r2"))).isEqualTo(1);
+		assertThat(update(connection, this.sql.bindQueue, new QueueSql.BindQueue("ex", "q2", "a.*", "r2b")))
+			.as("again: the regex is replaced").isEqualTo(1);
+		assertThat(bindings("ex")).containsExactly(tuple("q1", "#", "r1"), tuple("q2", "a.*", "r2b"));
+	}
+
+	@Test
+	void unbindQueue() throws SQLException {
+		Connection connection = this.connections.open();
+		update(connection, this.sql.declareExchange, new QueueSql.DeclareExchange("ex", "topic", "drop",
+				new String[] { "q1", "q2" }, new String[] { "#", "#" }, new String[] { "r1", "r2" }));
+
+		assertThat(update(connection, this.sql.unbindQueue, new QueueSql.UnbindQueue("ex", "q1", "#"))).isEqualTo(1);
+		assertThat(update(connection, this.sql.unbindQueue, new QueueSql.UnbindQueue("ex", "q1", "#"))).isZero();
+		assertThat(bindings("ex")).containsExactly(tuple("q2", "#", "r2"));
+	}
+
+	@Test
 	void deadLetterQueue() throws SQLException {
 		this.jdbc.update("INSERT INTO pgqueue.queue (name, dead_letter_queue) VALUES ('configured', 'elsewhere'), "
 				+ "('plain', null)");

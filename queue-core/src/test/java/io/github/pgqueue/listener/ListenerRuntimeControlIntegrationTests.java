@@ -92,6 +92,23 @@ class ListenerRuntimeControlIntegrationTests {
 	}
 
 	@Test
+	void anUnregisteredListenerStopsAndItsIdCanBeRegisteredAgain() {
+		AtomicInteger handled = new AtomicInteger();
+		this.listeners.start(endpoint("gone", "gone", 1, true, (message, ack) -> handled.incrementAndGet()));
+		this.template.send("gone", 1);
+		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 1);
+
+		assertThat(this.listeners.registry().unregisterListenerEndpoint("gone")).isTrue();
+		assertThat(this.listeners.registry().unregisterListenerEndpoint("gone")).as("once").isFalse();
+		assertThat(this.listeners.registry().getListenerContainerIds()).doesNotContain("gone");
+		this.template.send("gone", 2);
+		assertThat(count("gone")).as("nothing consumes it now").isEqualTo(1);
+
+		this.listeners.start(endpoint("gone", "gone", 1, true, (message, ack) -> handled.incrementAndGet()));
+		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 2);
+	}
+
+	@Test
 	void stoppingAListenerLetsItsRunningHandlerFinishAndStartingItAgainResumesConsumption() throws Exception {
 		Map<Long, AtomicInteger> seen = new ConcurrentHashMap<>();
 		CountDownLatch inHandler = new CountDownLatch(1);

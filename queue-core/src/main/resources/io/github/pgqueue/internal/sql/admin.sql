@@ -73,6 +73,30 @@ DELETE FROM pgqueue.binding o
  WHERE o.exchange = :exchange
    AND (o.queue, o.routing_key) NOT IN (SELECT * FROM unnest(:queues::text[], :routing_keys::text[]));
 
+-- name: ensure_exchange
+-- Declares an exchange as a topic exchange that drops what matches no binding unless it exists,
+-- leaving an existing one (and its bindings) as it is; the type in force either way. The second
+-- branch reads the snapshot from before the insert, so exactly one branch returns a row.
+WITH created AS (
+    INSERT INTO pgqueue.exchange (name, type, unroutable) VALUES (:exchange, 'topic', 'drop')
+    ON CONFLICT (name) DO NOTHING
+    RETURNING type
+)
+SELECT type FROM created
+UNION ALL
+SELECT e.type FROM pgqueue.exchange e WHERE e.name = :exchange AND NOT EXISTS (SELECT 1 FROM created);
+
+-- name: bind_queue
+-- Adds one binding to an exchange and leaves its other bindings alone (declare_exchange replaces
+-- them all).
+INSERT INTO pgqueue.binding AS b (exchange, queue, routing_key, key_regex)
+VALUES (:exchange, :queue, :routing_key, :key_regex)
+ON CONFLICT (exchange, queue, routing_key) DO UPDATE SET key_regex = excluded.key_regex;
+
+-- name: unbind_queue
+-- Removes one binding of an exchange.
+DELETE FROM pgqueue.binding WHERE exchange = :exchange AND queue = :queue AND routing_key = :routing_key;
+
 -- name: dead_letter_queue
 -- The configured dead-letter queue of a queue; null or no row when it has the default.
 SELECT dead_letter_queue FROM pgqueue.queue WHERE name = :queue;

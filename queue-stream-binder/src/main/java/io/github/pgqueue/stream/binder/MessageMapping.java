@@ -1,0 +1,186 @@
+package io.github.pgqueue.stream.binder;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+
+import io.github.pgqueue.PayloadConverter;
+import io.github.pgqueue.QueueMessage;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+import org.springframework.messaging.Message;
+import org.springframework.messaging.MessageHeaders;
+import org.springframework.messaging.support.MessageBuilder;
+import org.springframework.util.MimeType;
+
+/**
+ * How a Spring message becomes a pgqueue message and back. A body the binder gets as bytes is
+ * stored as what it is, so that SQL, the dashboard and {@code @QueueListener} can read it: JSON as
+ * the JSON document, text (and the bare text of a String sent as JSON) as text, anything else as
+ * Base64 text marked by the header {@value #ENCODING_HEADER}. The consumer gets the same bytes back. Headers travel as text; Spring's own (id, timestamp,
+ * channels) and pgqueue's received-message headers do not travel.
+ */
+final class MessageMapping {
+
+	/** Marks a body stored as Base64 text; its value is {@code base64}. */
+	static final String ENCODING_HEADER = "pgqueue-binder-encoding";
+
+	private static final String BASE64 = "base64";
+
+	private static final Set<String> NOT_CARRIED = Set.of(MessageHeaders.ID, MessageHeaders.TIMESTAMP,
+			MessageHeaders.REPLY_CHANNEL, MessageHeaders.ERROR_CHANNEL, "deliveryAttempt", "sourceData",
+			PgQueueBinderHeaders.PRIORITY, PgQueueBinderHeaders.DELAY, PgQueueBinderHeaders.ID,
+			PgQueueBinderHeaders.QUEUE, PgQueueBinderHeaders.ATTEMPT, PgQueueBinderHeaders.BATCH_HEADERS);
+
+	private final JsonMapper mapper = JsonMapper.builder().build();
+
+	/** What is sent: the body for the payload converter and the headers. */
+	record Outbound(Object body, Map<String, String> headers) {
+	}
+
+	Outbound toOutbound(Message<?> message) {
+		Map<String, String> headers = new LinkedHashMap<>();
+		message.getHeaders().forEach((name, value) -> {
+			String text = headerText(name, value);
+			if (text != null) {
+				headers.put(name, text);
+			}
+		});
+		String contentType = headers.get(MessageHeaders.CONTENT_TYPE);
+		Object payload = message.getPayload();
+		if (!(payload instanceof byte[] bytes)) {
+			// native encoding, or a String: pgqueue's payload converter writes it
+			return new Outbound(payload, headers);
+		}
+		if (contentType == null) {
+			JsonNode json = jsonOrNull(bytes);
+			if (json != null) {
+				return new Outbound(json, headers);
+			}
+		}
+		else if (isJson(contentType)) {
+			JsonNode json = jsonOrNull(bytes);
+			if (json != null) {
+				return new Outbound(json, headers);
+			}
+			// a String sent as application/json is its bare text, not a JSON string: kept as text
+		}
+		String text = (isText(contentType) || isJson(contentType)) ? utf8OrNull(bytes) : null;
+		if (text != null) {
+			return new Outbound(text, headers);
+		}
+		headers.put(ENCODING_HEADER, BASE64);
+		return new Outbound(Base64.getEncoder().encodeToString(bytes), headers);
+	}
+
+	/** The message a binding receives: its payload as bytes, its headers, pgqueue's headers added. */
+	Message<byte[]> toMessage(QueueMessage<?> received) {
+		Map<String, String> stored = received.headers();
+		return MessageBuilder.withPayload(body((JsonNode) received.payload(), stored))
+			.copyHeaders(headers(received))
+			.build();
+	}
+
+	/** The headers of {@code received} as the binding sees them. */
+	Map<String, Object> headers(QueueMessage<?> received) {
+		Map<String, String> stored = received.headers();
+		Map<String, Object> headers = new LinkedHashMap<>();
+		stored.forEach((name, value) -> {
+			if (!name.equals(ENCODING_HEADER) && value != null) {
+				headers.put(name, value);
+			}
+		});
+		if (!headers.containsKey(MessageHeaders.CONTENT_TYPE)) {
+			String pgContentType = stored.get(PayloadConverter.CONTENT_TYPE_HEADER);
+			headers.put(MessageHeaders.CONTENT_TYPE, (pgContentType != null) ? pgContentType : "application/json");
+		}
+		headers.put(PgQueueBinderHeaders.ID, received.id());
+		headers.put(PgQueueBinderHeaders.QUEUE, received.queue());
+		headers.put(PgQueueBinderHeaders.ATTEMPT, received.attempt());
+		return headers;
+	}
+
+	/** One message of the messages of a batch: the payloads, the shared headers of the first, each one's headers. */
+	Message<List<byte[]>> toBatchMessage(List<? extends QueueMessage<?>> received) {
+		List<byte[]> payloads = new ArrayList<>(received.size());
+		List<Map<String, Object>> each = new ArrayList<>(received.size());
+		for (QueueMessage<?> message : received) {
+			payloads.add(body((JsonNode) message.payload(), message.headers()));
+			each.add(headers(message));
+		}
+		Map<String, Object> first = new LinkedHashMap<>(each.get(0));
+		first.remove(PgQueueBinderHeaders.ID);
+		first.remove(PgQueueBinderHeaders.ATTEMPT);
+		return MessageBuilder.withPayload(payloads)
+			.copyHeaders(first)
+			.setHeader(PgQueueBinderHeaders.BATCH_HEADERS, each)
+			.build();
+	}
+
+	private static String utf8OrNull(byte[] bytes) {
+		try {
+			return StandardCharsets.UTF_8.newDecoder().decode(java.nio.ByteBuffer.wrap(bytes)).toString();
+		}
+		catch (java.nio.charset.CharacterCodingException ex) {
+			return null; // not text after all: kept as Base64
+		}
+	}
+
+	private JsonNode jsonOrNull(byte[] bytes) {
+		try {
+			return this.mapper.readTree(bytes);
+		}
+		catch (JacksonException ex) {
+			return null; // bytes without a content type that are not JSON: kept as Base64
+		}
+	}
+
+	private byte[] body(JsonNode body, Map<String, String> headers) {
+		if (BASE64.equals(headers.get(ENCODING_HEADER)) && body.isString()) {
+			return Base64.getDecoder().decode(body.stringValue());
+		}
+		if (headers.get(PayloadConverter.CONTENT_TYPE_HEADER) != null && body.isString()) {
+			return body.stringValue().getBytes(StandardCharsets.UTF_8);
+		}
+		return this.mapper.writeValueAsBytes(body);
+	}
+
+	private static String headerText(String name, Object value) {
+		if (value == null || NOT_CARRIED.contains(name) || name.startsWith("pgqueue-")) {
+			return null;
+		}
+		if (value instanceof String || value instanceof Number || value instanceof Boolean
+				|| value instanceof Character || value instanceof UUID || value instanceof MimeType
+				|| value instanceof Enum<?>) {
+			return value.toString();
+		}
+		return null; // channels, byte arrays and other objects do not travel, as with Spring's header mappers
+	}
+
+	static boolean isJson(String contentType) {
+		String type = mediaType(contentType);
+		return type != null && (type.equals("application/json") || type.endsWith("+json"));
+	}
+
+	static boolean isText(String contentType) {
+		String type = mediaType(contentType);
+		return type != null && (type.startsWith("text/") || type.equals("application/xml") || type.endsWith("+xml"));
+	}
+
+	private static String mediaType(String contentType) {
+		if (contentType == null || contentType.isBlank()) {
+			return null;
+		}
+		int parameters = contentType.indexOf(';');
+		return ((parameters < 0) ? contentType : contentType.substring(0, parameters)).trim().toLowerCase(Locale.ROOT);
+	}
+
+}

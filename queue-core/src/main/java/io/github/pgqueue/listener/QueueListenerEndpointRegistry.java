@@ -117,13 +117,7 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 				}, this::isWatching);
 		this.containerCustomizer.customize(container);
 		this.containers.put(endpoint.id(), container);
-		Map<String, List<QueueListenerContainer>> byQueue = new HashMap<>();
-		for (QueueListenerContainer each : this.containers.values()) {
-			for (String queue : each.endpoint().containerProperties().queues()) {
-				byQueue.computeIfAbsent(queue, (key) -> new ArrayList<>()).add(each);
-			}
-		}
-		this.containersByQueue = byQueue;
+		indexByQueue();
 		if (this.running && endpoint.containerProperties().autoStartup()) {
 			container.start();
 		}
@@ -139,12 +133,24 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		QueueListenerContainer container;
 		synchronized (this) {
 			container = this.containers.remove(id);
+			indexByQueue();
 		}
 		if (container == null) {
 			return false;
 		}
 		container.stop();
 		return true;
+	}
+
+	/** Rebuilds {@link #containersByQueue} from the containers (guarded by this). */
+	private void indexByQueue() {
+		Map<String, List<QueueListenerContainer>> byQueue = new HashMap<>();
+		for (QueueListenerContainer each : this.containers.values()) {
+			for (String queue : each.endpoint().containerProperties().queues()) {
+				byQueue.computeIfAbsent(queue, (key) -> new ArrayList<>()).add(each);
+			}
+		}
+		this.containersByQueue = byQueue;
 	}
 
 	/**

@@ -311,15 +311,9 @@ public final class QueueListenerContainer {
 			return;
 		}
 		synchronized (this.loops) {
-			int size = this.loops.size();
-			for (int i = 0; i < size; i++) {
-				int index = (this.nextWoken + i) % size;
-				if (this.loops.get(index).wakeUpIfWaiting()) {
-					this.nextWoken = index + 1;
-					return;
-				}
+			if (!wakeOneWaiting()) {
+				this.loops.forEach(PollLoop::wakeUp);
 			}
-			this.loops.forEach(PollLoop::wakeUp);
 		}
 	}
 
@@ -332,15 +326,21 @@ public final class QueueListenerContainer {
 			return;
 		}
 		synchronized (this.loops) {
-			int size = this.loops.size();
-			for (int i = 0; i < size; i++) {
-				int index = (this.nextWoken + i) % size;
-				if (this.loops.get(index).wakeUpIfWaiting()) {
-					this.nextWoken = index + 1;
-					return;
-				}
+			wakeOneWaiting();
+		}
+	}
+
+	/** Wakes the next poller in turn that waits for work; false if none waits (guarded by loops). */
+	private boolean wakeOneWaiting() {
+		int size = this.loops.size();
+		for (int i = 0; i < size; i++) {
+			int index = (this.nextWoken + i) % size;
+			if (this.loops.get(index).wakeUpIfWaiting()) {
+				this.nextWoken = index + 1;
+				return true;
 			}
 		}
+		return false;
 	}
 
 	void wakeAll() {

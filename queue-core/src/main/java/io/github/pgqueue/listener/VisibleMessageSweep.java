@@ -16,6 +16,7 @@ import org.slf4j.LoggerFactory;
 import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.JdbcTransactionManager;
+import org.springframework.transaction.TransactionException;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
@@ -130,7 +131,9 @@ final class VisibleMessageSweep implements Runnable {
 				active.forEach((container) -> container.wakeIdle(queue));
 			}
 		}
-		catch (DataAccessException ex) {
+		catch (DataAccessException | TransactionException ex) {
+			// A database that is down fails the transaction's start, not a statement: either way the
+			// sweep goes on, and pollers poll on their own meanwhile.
 			if (this.working) {
 				logger.warn("Could not sweep the listeners' queues for visible messages; idle pollers poll on their "
 						+ "own every poll interval until it works again", ex);

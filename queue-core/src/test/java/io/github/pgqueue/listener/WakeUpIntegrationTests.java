@@ -189,6 +189,41 @@ class WakeUpIntegrationTests {
 		}
 	}
 
+	/**
+	 * A sweep whose database is down (no connection to be had, so its transaction cannot start)
+	 * keeps trying, and the registry watches again once the database is back.
+	 */
+	@Test
+	void theSweepOutlivesADatabaseThatIsDownAndWatchesAgainWhenItIsBack() {
+		java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+		DataSource app = this.postgres.dataSource();
+		DataSource flaky = (DataSource) Proxy.newProxyInstance(getClass().getClassLoader(),
+				new Class<?>[] { DataSource.class }, (proxy, method, args) -> {
+					if (method.getName().equals("getConnection") && down.get()) {
+						throw new java.sql.SQLException("the database is down (test)", "08001");
+					}
+					return invoke(app, method, args);
+				});
+		io.github.pgqueue.QueueContext context = io.github.pgqueue.QueueContext.builder(flaky)
+			.lockNamespace(this.template.context().lockNamespace())
+			.build();
+		this.registry = new QueueListenerEndpointRegistry(context, this.pool, Duration.ofSeconds(5));
+		this.registry.registerListenerEndpoint(QueueListenerEndpoint.builder("flaky")
+				.listener(Integer.class, (message, ack) -> {
+				})
+				.containerProperties(ContainerProperties.builder(List.of("flaky"))
+					.concurrency(1)
+					.pollInterval(Duration.ofMillis(100))
+					.build())
+				.build());
+		this.registry.start();
+		await().pollDelay(Duration.ofMillis(500)).atMost(Duration.ofSeconds(5)).until(this.registry::isListening);
+		assertThat(this.registry.isWatching()).as("watching while the sweep's database is down").isFalse();
+
+		down.set(false);
+		await().atMost(Duration.ofSeconds(5)).until(this.registry::isWatching);
+	}
+
 	/** Until every poller has lingered out (see {@link Linger}) and waits for a notification. */
 	private static void awaitQuiet() {
 		await().pollDelay(Duration.ofMillis(2 * Linger.LAST_MILLIS + 100)).atMost(Duration.ofSeconds(10))

@@ -38,6 +38,9 @@ public final class QueueTemplate implements QueueOperations {
 	/** How often a deduplicated send runs again when it neither inserted nor saw the message with its key. */
 	private static final int DEDUPLICATION_ATTEMPTS = 10;
 
+	/** SQLSTATE {@code disk_full}: a data file could not be extended (the WAL filling up crashes the server instead). */
+	private static final String DISK_FULL = "53100";
+
 	private final QueueContext context;
 
 	private final JdbcTemplate jdbc;
@@ -370,20 +373,33 @@ public final class QueueTemplate implements QueueOperations {
 	}
 
 	/**
-	 * Runs a sending statement; a send inside a read-only transaction (SQLSTATE 25006) fails with
-	 * a sentence that says so rather than a raw SQL error.
+	 * Runs a sending statement; a send inside a read-only transaction (SQLSTATE 25006) or on a
+	 * server whose disk is full (53100) fails with a sentence that says so rather than a raw SQL
+	 * error.
 	 */
 	private static <T> T write(String target, java.util.function.Supplier<T> statement) {
 		try {
 			return statement.get();
 		}
 		catch (org.springframework.dao.DataAccessException ex) {
-			if (ex.getMostSpecificCause() instanceof java.sql.SQLException sql && "25006".equals(sql.getSQLState())) {
-				throw new QueueException("Cannot send to '" + target + "' in a read-only transaction (for example "
-						+ "@Transactional(readOnly = true)); send from a read-write transaction", ex);
+			if (ex.getMostSpecificCause() instanceof java.sql.SQLException sql) {
+				if ("25006".equals(sql.getSQLState())) {
+					throw new QueueException("Cannot send to '" + target + "' in a read-only transaction (for example "
+							+ "@Transactional(readOnly = true)); send from a read-write transaction", ex);
+				}
+				if (DISK_FULL.equals(sql.getSQLState())) {
+					throw new QueueException("Cannot send to '" + target + "': the database server is out of disk "
+							+ "space (" + firstLine(sql.getMessage()) + "); nothing was sent, send again once space "
+							+ "is freed on the server", ex);
+				}
 			}
 			throw ex;
 		}
+	}
+
+	private static String firstLine(String message) {
+		int end = (message != null) ? message.indexOf('\n') : -1;
+		return (end >= 0) ? message.substring(0, end) : String.valueOf(message);
 	}
 
 	private void sent(String queue, int count) {

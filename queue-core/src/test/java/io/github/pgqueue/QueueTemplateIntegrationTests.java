@@ -130,6 +130,41 @@ class QueueTemplateIntegrationTests {
 		assertThat(count()).isZero();
 	}
 
+	/**
+	 * What PostgreSQL raises when a data file cannot grow is raised here by a trigger, for one
+	 * queue; queue-reliability's {@code DiskFullIntegrationTests} fills a real disk.
+	 */
+	@Test
+	void sendOnAServerOutOfDiskSpaceFailsNamingTheQueueAndTheCause() {
+		this.jdbc.execute("""
+				CREATE FUNCTION pgqueue.test_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
+				BEGIN
+				    IF NEW.queue = 'disk-full' THEN
+				        RAISE EXCEPTION 'could not extend file "base/5/16385": No space left on device'
+				            USING ERRCODE = 'disk_full', HINT = 'Check free disk space.';
+				    END IF;
+				    RETURN NEW;
+				END $$""");
+		this.jdbc.execute("CREATE TRIGGER test_disk_full BEFORE INSERT ON pgqueue.message "
+				+ "FOR EACH ROW EXECUTE FUNCTION pgqueue.test_disk_full()");
+		try {
+			assertThatThrownBy(() -> this.template.send("disk-full", new Email("a@example.com", "hi")))
+				.isInstanceOf(QueueException.class)
+				.hasMessage("Cannot send to 'disk-full': the database server is out of disk space (ERROR: could not "
+						+ "extend file \"base/5/16385\": No space left on device); nothing was sent, send again once "
+						+ "space is freed on the server");
+			assertThatThrownBy(() -> this.template.sendBatch("disk-full", List.of("a", "b")))
+				.isInstanceOf(QueueException.class)
+				.hasMessageStartingWith("Cannot send to 'disk-full': the database server is out of disk space");
+			assertThat(this.template.send("emails", "another queue")).isPositive();
+		}
+		finally {
+			this.jdbc.execute("DROP TRIGGER test_disk_full ON pgqueue.message");
+			this.jdbc.execute("DROP FUNCTION pgqueue.test_disk_full()");
+		}
+		assertThat(count()).isEqualTo(1);
+	}
+
 	@Test
 	void sendInCommittedTransactionIsDeliveredAfterCommit() {
 		TransactionTemplate tx = new TransactionTemplate(new DataSourceTransactionManager(this.dataSource));

@@ -388,18 +388,29 @@ public final class QueueTemplate implements QueueOperations {
 							+ "@Transactional(readOnly = true)); send from a read-write transaction", ex);
 				}
 				if (DISK_FULL.equals(sql.getSQLState())) {
-					throw new QueueException("Cannot send to '" + target + "': the database server is out of disk "
-							+ "space (" + firstLine(sql.getMessage()) + "); nothing was sent, send again once space "
-							+ "is freed on the server", ex);
+					throw new QueueException(diskFull(target, sql), ex);
 				}
 			}
 			throw ex;
 		}
 	}
 
-	private static String firstLine(String message) {
-		int end = (message != null) ? message.indexOf('\n') : -1;
-		return (end >= 0) ? message.substring(0, end) : String.valueOf(message);
+	/**
+	 * An ERROR (a data file could not grow) aborted the statement: nothing was sent. A PANIC (the
+	 * WAL could not grow) crashed the server, possibly after this transaction's commit record was
+	 * written: its outcome is unknown.
+	 */
+	static String diskFull(String target, java.sql.SQLException sql) {
+		String message = String.valueOf(sql.getMessage());
+		int end = message.indexOf('\n');
+		String first = (end >= 0) ? message.substring(0, end) : message;
+		if (first.startsWith("ERROR:")) {
+			return "Cannot send to '" + target + "': the database server is out of disk space (" + first
+					+ "); nothing was sent, send again once space is freed on the server";
+		}
+		return "Cannot send to '" + target + "': the database server ran out of disk space and stopped (" + first
+				+ "); whether this send was committed is unknown, so look for the message before sending it again "
+				+ "once space is freed and the server runs";
 	}
 
 	private void sent(String queue, int count) {

@@ -1,6 +1,7 @@
 package io.github.pgqueue.reliability;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashSet;
@@ -42,6 +43,12 @@ final class Producer implements AutoCloseable {
 	private final List<Long> messageIds = Collections.synchronizedList(new ArrayList<>());
 
 	private volatile int failedSends;
+
+	/** The first failures of sends, as the caller of {@code send} saw them. */
+	private final List<RuntimeException> failures = Collections.synchronizedList(new ArrayList<>());
+
+	/** When a send last returned, or null before the first. */
+	private volatile Instant lastSent;
 
 	private volatile boolean sending;
 
@@ -152,10 +159,12 @@ final class Producer implements AutoCloseable {
 			try {
 				this.messageIds.addAll(this.template.sendBatch(this.queue, batch));
 				batch.forEach((job) -> this.sent.add(job.key()));
+				this.lastSent = Instant.now();
 				return;
 			}
 			catch (RuntimeException ex) {
 				this.failedSends++;
+				failed(ex);
 				logger.info("A send of {} jobs failed ({}); finding out which reached the database", batch.size(),
 						ex.toString());
 				batch = unsent(batch);
@@ -172,11 +181,33 @@ final class Producer implements AutoCloseable {
 					.delay(this.delays.apply(job.key()))
 					.build()));
 				this.sent.add(job.key());
+				this.lastSent = Instant.now();
 				return;
 			}
 			catch (RuntimeException ex) {
 				this.failedSends++;
+				failed(ex);
 				unsent = unsent(unsent);
+			}
+		}
+	}
+
+	/** The first 100 exceptions sends threw. */
+	List<RuntimeException> failures() {
+		synchronized (this.failures) {
+			return new ArrayList<>(this.failures);
+		}
+	}
+
+	/** When a send last returned, or null if none has. */
+	Instant lastSent() {
+		return this.lastSent;
+	}
+
+	private void failed(RuntimeException ex) {
+		synchronized (this.failures) {
+			if (this.failures.size() < 100) {
+				this.failures.add(ex);
 			}
 		}
 	}

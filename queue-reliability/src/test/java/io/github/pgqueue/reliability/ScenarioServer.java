@@ -13,6 +13,7 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import java.util.stream.Stream;
 
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
@@ -36,12 +37,18 @@ final class ScenarioServer implements AutoCloseable {
 
 	private final Map<String, String> settings;
 
+	/** What is done to the data directory before each start (after initdb on the first): it must be idempotent. */
+	private final Consumer<Path> afterInitdb;
+
 	private EmbeddedPostgres server;
 
-	private ScenarioServer(String name, Path dataDirectory, Map<String, String> settings) {
+	private int port;
+
+	private ScenarioServer(String name, Path dataDirectory, Map<String, String> settings, Consumer<Path> afterInitdb) {
 		this.name = name;
 		this.dataDirectory = dataDirectory;
 		this.settings = settings;
+		this.afterInitdb = afterInitdb;
 	}
 
 	/**
@@ -50,16 +57,28 @@ final class ScenarioServer implements AutoCloseable {
 	 */
 	static ScenarioServer initialize(String name, Map<String, String> settings) {
 		try {
-			return new ScenarioServer(name, Files.createTempDirectory("pgqueue-" + name), settings).start();
+			return new ScenarioServer(name, Files.createTempDirectory("pgqueue-" + name), settings, (path) -> {
+			}).start();
 		}
 		catch (IOException ex) {
 			throw new UncheckedIOException("Could not create a data directory for " + name, ex);
 		}
 	}
 
+	/**
+	 * Runs initdb in {@code dataDirectory} (which must not exist yet), then {@code afterInitdb} on it
+	 * (again before every later start, so it must be idempotent), and starts the server as
+	 * {@link #initialize(String, Map)} does.
+	 */
+	static ScenarioServer initialize(String name, Path dataDirectory, Map<String, String> settings,
+			Consumer<Path> afterInitdb) {
+		return new ScenarioServer(name, dataDirectory, settings, afterInitdb).start();
+	}
+
 	/** Starts a server on a data directory prepared by the caller (a base backup). */
 	static ScenarioServer onDataDirectory(String name, Path dataDirectory, Map<String, String> settings) {
-		return new ScenarioServer(name, dataDirectory, settings).start();
+		return new ScenarioServer(name, dataDirectory, settings, (path) -> {
+		}).start();
 	}
 
 	private ScenarioServer start() {
@@ -71,10 +90,15 @@ final class ScenarioServer implements AutoCloseable {
 		EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
 			.setDataDirectory(this.dataDirectory)
 			.setCleanDataDirectory(false)
-			.setPGStartupWait(Duration.ofSeconds(60));
+			.setPGStartupWait(Duration.ofSeconds(60))
+			.setDataDirectoryCustomizer((directory) -> this.afterInitdb.accept(directory.toPath()));
+		if (this.port != 0) {
+			builder.setPort(this.port);
+		}
 		all.forEach(builder::setServerConfig);
 		try {
 			this.server = builder.start();
+			this.port = this.server.getPort();
 		}
 		catch (IOException ex) {
 			throw new UncheckedIOException("Could not start PostgreSQL " + this.name + " on " + this.dataDirectory, ex);
@@ -87,7 +111,7 @@ final class ScenarioServer implements AutoCloseable {
 	}
 
 	int port() {
-		return this.server.getPort();
+		return this.port;
 	}
 
 	Path dataDirectory() {
@@ -160,6 +184,32 @@ final class ScenarioServer implements AutoCloseable {
 		// The postmaster first: a backend that outlived it by a moment could still answer a client.
 		all.forEach((process) -> Signals.send("KILL", process.pid()));
 		all.forEach((process) -> process.onExit().join());
+	}
+
+	/** Whether the postmaster runs: it may have shut itself down (a startup that failed). */
+	boolean isRunning() {
+		try {
+			long postmaster = Long.parseLong(Files.readAllLines(this.dataDirectory.resolve("postmaster.pid")).get(0).trim());
+			return ProcessHandle.of(postmaster).map(ProcessHandle::isAlive).orElse(false);
+		}
+		catch (IOException | RuntimeException ex) {
+			// No pid file (it is removed at shut-down) or an empty one: no postmaster.
+			return false;
+		}
+	}
+
+	/**
+	 * Starts the server again on its data directory and port, as a service manager would after it
+	 * stopped by itself (crash recovery runs); a server still running is stopped first.
+	 */
+	void restart() {
+		try {
+			this.server.close();
+		}
+		catch (IOException | RuntimeException ex) {
+			// A server that shut itself down has nothing left to stop.
+		}
+		start();
 	}
 
 	@Override

@@ -54,6 +54,9 @@ class DiskFullIntegrationTests {
 
 	private static final int RATE = pick(200, 300);
 
+	/** Messages waiting when the disk fills: the consumers' work while it is full. */
+	private static final int BACKLOG = pick(1_000, 3_000);
+
 	private static final int WORK_MILLIS = 2;
 
 	@ParameterizedTest(name = "{0}")
@@ -87,8 +90,11 @@ class DiskFullIntegrationTests {
 					database.jdbc().queryForObject("SELECT pg_walfile_name(pg_current_wal_flush_lsn())", String.class)));
 
 			timeline.mark("new WAL segment");
-			// Phase 1: the data files cannot grow.
+			// Phase 1: the data files cannot grow, with a backlog for the consumers to work on.
+			consumers.forEach(ConsumerProcess::pause);
+			producer.send(BACKLOG);
 			disk.fill(LEFT_FOR_DATA);
+			consumers.forEach(ConsumerProcess::resume);
 			timeline.mark("filled");
 			await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(50))
 				.until(() -> !producer.failures().isEmpty());

@@ -29,8 +29,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 /**
  * Disk full: PostgreSQL's data directory, WAL included, on a small filesystem of the test's own
  * that a ballast file fills while producers send and consumer JVMs drain. Two phases on one
- * server. First the data files cannot grow: sends fail with pgqueue's disk-full error, and once the
- * ballast is deleted sending and consuming go on by themselves. Then the WAL needs a new segment
+ * server. First the data files cannot grow: sends fail with pgqueue's disk-full error while the
+ * consumers work through a backlog, and once the ballast is deleted sending goes on by itself. Then the WAL needs a new segment
  * and cannot have one: PostgreSQL PANICs, and its crash recovery, which needs that segment too,
  * fails, so the server shuts down; once space is freed and the server started again (what a
  * service manager does), the consumers and the producer resume by themselves, without a restart of

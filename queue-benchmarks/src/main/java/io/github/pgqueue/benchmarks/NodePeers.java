@@ -55,12 +55,6 @@ final class NodePeers {
 		if (peers.isEmpty()) {
 			return new NodePeers(List.of(), null, null);
 		}
-		if (options.quick() && options.systems().isEmpty()) {
-			// About 50 s more (Node start-ups, bulk loads, sends that are timed as long as the others').
-			System.out.println("# peers: " + String.join(", ", peers)
-					+ " left out of the quick run; name them in systems= to measure them");
-			return new NodePeers(List.of(), null, null);
-		}
 		try {
 			NodeRuntime node = NodeRuntime.install(DIRECTORY, output.resolve("npm-ci.log"));
 			System.out.println("# peers: " + String.join(", ", peers) + " on Node " + node.version());

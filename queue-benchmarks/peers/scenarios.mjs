@@ -80,30 +80,97 @@ export async function send(peer, args) {
 }
 
 /**
- * drain: an untimed warm-up drain of `warm-up` messages, then a backlog of `backlog` ready messages,
- * vacuumed and analyzed, worked through by `consumers` workers fetching `batch` at a time, until all
- * are handled or `cap-ms` has passed. The clock starts before the workers do, as in the Java drains.
+ * drain, as the Java harness's Drain and WarmUp do it: the workers (`consumers` of them, fetching
+ * `batch` at a time) warm up on a backlog of their own in half-second slices until two slices in a
+ * row run within 15 % of each other (at least `warm-up-min-ms`, at most `warm-up-max-ms`; when they
+ * take most of it too soon, again on one sized by the rate they reached, up to twice). Then `runs`
+ * timed drains of `drain-ms` each, every one from a fresh backlog (vacuumed and analyzed) sized to
+ * outlast it at the warm-up's rate; one that ran out before `min-drain-ms` is run again from a
+ * larger backlog, up to twice. The clock starts before the workers do, as in the Java drains.
+ * Prints the median drain's figures, with the range of the rates.
  */
 export async function drain(peer, args) {
-	const backlog = args.int('backlog');
 	const consumers = args.int('consumers');
 	const batch = args.int('batch');
 	const pollMs = args.int('poll-ms');
-	const warmUp = args.int('warm-up');
-	if (warmUp > 0) {
+	const drainMs = args.int('drain-ms');
+	const minDrainMs = args.int('min-drain-ms');
+	const warmUpMinMs = args.int('warm-up-min-ms');
+	const warmUpMaxMs = args.int('warm-up-max-ms');
+	const margin = args.number('backlog-margin');
+	const clamp = (messages) => Math.max(args.int('min-messages'), Math.min(args.int('max-messages'),
+		Math.ceil(messages)));
+	const prepare = async (size) => {
 		await peer.clear();
-		await peer.preload(warmUp);
-		let warmed = 0;
-		const workers = await peer.startConsumers(consumers, batch, pollMs, () => warmed++);
-		await until(() => warmed >= warmUp, 30_000);
+		await peer.preload(size);
+		await peer.vacuumAnalyze();
+		return size;
+	};
+
+	let rate = args.number('first-guess');
+	let warmUp = null;
+	for (let attempt = 0; attempt < 3 && (warmUp === null || warmUp.seconds * 1000 < warmUpMinMs); attempt++) {
+		if (warmUp !== null) {
+			rate = Math.max(rate * 4, warmUp.rate * 2);
+		}
+		const backlog = await prepare(clamp(rate * warmUpMaxMs / 1000));
+		let handled = 0;
+		const workers = await peer.startConsumers(consumers, batch, pollMs, () => handled++);
+		warmUp = await untilSteady(warmUpMinMs, warmUpMaxMs, () => handled, () => handled >= 0.8 * backlog);
 		await workers.stop();
+		if (handled === 0) {
+			throw new Error(`The workers (${consumers} x batch ${batch}) handled no message while warming up`);
+		}
+	}
+
+	const outcomes = [];
+	let size = clamp(warmUp.rate * drainMs / 1000 * margin);
+	for (let i = 0; i < args.int('runs'); i++) {
+		let outcome;
+		for (let attempt = 0; ; attempt++) {
+			outcome = await timedDrain(peer, consumers, batch, pollMs, await prepare(size), drainMs);
+			if (outcome.seconds * 1000 >= minDrainMs || attempt === 2) {
+				break;
+			}
+			size = clamp(outcome.messages / outcome.seconds * drainMs / 1000 * margin * 1.2);
+		}
+		outcomes.push(outcome);
 	}
 	await peer.clear();
-	await peer.preload(backlog);
-	await peer.vacuumAnalyze();
+	const sorted = outcomes.map((o) => ({ ...o, rate: o.messages / o.seconds })).sort((a, b) => a.rate - b.rate);
+	const n = sorted.length;
+	const median = sorted[(n - 1) >> 1];
+	const medianRate = (n % 2 === 1) ? sorted[n >> 1].rate : (sorted[n / 2 - 1].rate + sorted[n / 2].rate) / 2;
+	result({ messages: median.messages, seconds: median.seconds, rate: medianRate, min: sorted[0].rate,
+		max: sorted[n - 1].rate, runs: n, backlog: size, warm_up_s: warmUp.seconds });
+}
+
+/** The warm-up's slices, as WarmUp.untilSteady: returns the last slice's rate and the time taken. */
+async function untilSteady(minMs, maxMs, handled, exhausted) {
+	const started = now();
+	let previous = -1;
+	let seen = handled();
+	for (;;) {
+		const sliceStarted = now();
+		await sleep(500);
+		const count = handled();
+		const at = now();
+		const rate = (count - seen) / ((at - sliceStarted) / 1000);
+		seen = count;
+		const steady = previous > 0 && Math.abs(rate - previous) <= 0.15 * Math.max(rate, previous);
+		previous = rate;
+		const elapsed = at - started;
+		if (elapsed >= maxMs || (elapsed >= minMs && steady) || exhausted()) {
+			return { rate, seconds: elapsed / 1000 };
+		}
+	}
+}
+
+/** Workers on a backlog of `backlog` until all are handled or `capMs` has passed. */
+async function timedDrain(peer, consumers, batch, pollMs, backlog, capMs) {
 	let handled = 0;
 	const started = now();
-	const deadline = started + args.int('cap-ms');
+	const deadline = started + capMs;
 	const workers = await peer.startConsumers(consumers, batch, pollMs, () => handled++);
 	let count;
 	let finished;
@@ -114,11 +181,10 @@ export async function drain(peer, args) {
 	}
 	while (count < backlog && finished < deadline);
 	await workers.stop();
-	await peer.clear();
 	if (count === 0) {
-		throw new Error(`The workers (${consumers} x batch ${batch}) handled no message in ${args.int('cap-ms')} ms`);
+		throw new Error(`The workers (${consumers} x batch ${batch}) handled no message in ${capMs} ms`);
 	}
-	result({ messages: count, seconds: (finished - started) / 1000 });
+	return { messages: count, seconds: (finished - started) / 1000 };
 }
 
 /**

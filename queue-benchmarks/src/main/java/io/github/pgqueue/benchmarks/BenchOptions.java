@@ -8,7 +8,8 @@ import java.util.Set;
 /**
  * The command line: {@code quick} (send, send-batch, drain and latency-idle at reduced size) or
  * {@code full} (every scenario); {@code only=a,b} to pick scenarios; {@code systems=a,b} to measure only
- * the systems of these names (ratios need their baseline among them); {@code churn-seconds=N},
+ * the systems of these names (ratios need their baseline among them; a quick run without it measures
+ * {@link #QUICK_SYSTEMS}); {@code churn-seconds=N},
  * {@code steady-seconds=N} and {@code steady-rate=N} (messages/s the producers of steady and churn
  * send together, 0 for flat out; default 2000); {@code backlog-huge=N} (the largest backlog of the
  * backlog scenario, default 10 000 000; 0 leaves it out); {@code drain-seconds=N} (how long each
@@ -27,6 +28,12 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 			"backlog", "idle-cost", "many-queues", "churn", "pressure", "filter", "fifo-groups", "memory");
 
 	static final List<String> QUICK = List.of("send", "send-batch", "drain", "latency-idle");
+
+	/**
+	 * The systems of a quick run that does not name its own: pgqueue's two modes, the limit and the
+	 * same protocol without the framework, so that it ends within bench.md's 3 minutes.
+	 */
+	static final List<String> QUICK_SYSTEMS = List.of("pgqueue", "pgqueue-tx", "raw-sql", "raw-sql-same-guarantee");
 
 	static BenchOptions parse(String[] args) {
 		boolean quick = false;
@@ -95,9 +102,15 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 		}
 	}
 
-	/** Whether the system of this name is measured: every system unless {@code systems=a,b} names some. */
+	/**
+	 * Whether the system of this name is measured: those {@code systems=a,b} names; without it, every
+	 * system in a full run and {@link #QUICK_SYSTEMS} in a quick one.
+	 */
 	boolean measures(String system) {
-		return this.systems.isEmpty() || this.systems.contains(system);
+		if (!this.systems.isEmpty()) {
+			return this.systems.contains(system);
+		}
+		return !this.quick || QUICK_SYSTEMS.contains(system);
 	}
 
 	boolean runs(String scenario) {

@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
 import java.util.List;
 
 import io.github.pgqueue.ConsumptionMode;
@@ -50,15 +51,19 @@ public final class BenchmarkMain {
 			String machine = "Date " + date + "; machine: " + hardware + ".";
 			String mode = options.quick() ? "quick" : "full";
 			System.out.println("MACHINE " + machine);
-			List<QueueSystem> systems = List.of(new PgQueueSystem(database, ConsumptionMode.SESSION),
+			List<QueueSystem> every = List.of(new PgQueueSystem(database, ConsumptionMode.SESSION),
 					new PgQueueSystem(database, ConsumptionMode.TRANSACTIONAL),
 					new PgQueueSystem(database, ConsumptionMode.TRANSACTIONAL, FIFO_GROUPS),
 					new RawSqlSystem(database, RawSqlSystem.Planning.GENERIC),
 					new RawSqlSystem(database, RawSqlSystem.Planning.PER_CALL), new RawSameGuaranteeSystem(database), new SpringIntegrationSystem(database),
-					new DbQueueSystem(database))
-				.stream()
-				.filter((system) -> options.measures(system.name()))
-				.toList();
+					new DbQueueSystem(database));
+			List<QueueSystem> systems = every.stream().filter((system) -> options.measures(system.name())).toList();
+			if (options.quick() && options.systems().isEmpty()) {
+				List<String> left = new ArrayList<>(every.stream().map(QueueSystem::name).toList());
+				left.addAll(NodePeers.NAMES);
+				left.removeAll(BenchOptions.QUICK_SYSTEMS);
+				System.out.println("# quick run: " + String.join(", ", left) + " left out; name them in systems= to measure them");
+			}
 			Results results = new Results();
 			Path output = Path.of("target");
 			NodePeers peers = NodePeers.prepare(database, options, output);

@@ -55,12 +55,6 @@ final class NodePeers {
 		if (peers.isEmpty()) {
 			return new NodePeers(List.of(), null, null);
 		}
-		if (options.quick() && options.systems().isEmpty()) {
-			// About 50 s more (Node start-ups, bulk loads, sends that are timed as long as the others').
-			System.out.println("# peers: " + String.join(", ", peers)
-					+ " left out of the quick run; name them in systems= to measure them");
-			return new NodePeers(List.of(), null, null);
-		}
 		try {
 			NodeRuntime node = NodeRuntime.install(DIRECTORY, output.resolve("npm-ci.log"));
 			System.out.println("# peers: " + String.join(", ", peers) + " on Node " + node.version());
@@ -132,22 +126,40 @@ final class NodePeers {
 		}
 	}
 
+	/**
+	 * As the Java drains: warmed up until steady, then {@code drain-runs} drains of
+	 * {@code drain-seconds} each from backlogs sized by the warm-up's rate; the median rate, with the
+	 * range when there are several.
+	 */
 	private void drain(BenchContext context, String peer) {
-		int backlog = context.options().drainBacklog();
-		Duration cap = context.options().drainCap();
+		BenchOptions options = context.options();
+		Duration window = options.drainTime();
+		int runs = options.drainRuns();
+		// Each run: up to three attempts of a drain window, each after a bulk load and a vacuum.
+		Duration expected = options.warmUpMax().multipliedBy(3).plus(window.multipliedBy(3L * runs));
 		for (int concurrency : CONCURRENCY) {
 			for (int batchSize : BATCH_SIZES) {
-				// The Java systems come to the drain warm from the scenarios before; a fresh Node is not.
-				Map<String, String> figures = measure(peer, "drain", "", cap, poolSize(0, concurrency),
-						"backlog", backlog, "consumers", concurrency, "batch", batchSize, "cap-ms", cap.toMillis(),
-						"poll-ms", PgQueueSystem.POLL_INTERVAL.toMillis(), "warm-up", Math.min(backlog / 10, 5_000));
-				if (figures != null) {
-					long handled = Long.parseLong(figures.get("messages"));
-					context.results()
-						.add(BenchRow.throughput("drain", peer, concurrency, batch(batchSize), handled,
-								handled / seconds(figures))
-							.with("backlog", backlog));
+				Map<String, String> figures = measure(peer, "drain", "", expected, poolSize(0, concurrency),
+						"consumers", concurrency, "batch", batchSize, "poll-ms", PgQueueSystem.POLL_INTERVAL.toMillis(),
+						"drain-ms", window.toMillis(), "min-drain-ms", BenchOptions.MIN_DRAIN_SECONDS * 1000,
+						"runs", runs, "warm-up-min-ms", options.warmUpMin().toMillis(), "warm-up-max-ms",
+						options.warmUpMax().toMillis(), "backlog-margin", Drain.BACKLOG_MARGIN, "min-messages",
+						Drain.MIN_MESSAGES, "max-messages", Drain.MAX_MESSAGES, "first-guess", Drain.FIRST_GUESS);
+				if (figures == null) {
+					continue;
 				}
+				BenchRow row = BenchRow
+					.throughput("drain", peer, concurrency, batch(batchSize), Long.parseLong(figures.get("messages")),
+							Double.parseDouble(figures.get("rate")))
+					.with("backlog", Long.parseLong(figures.get("backlog")))
+					.with("seconds", seconds(figures))
+					.with("warm_up_s", Double.parseDouble(figures.get("warm_up_s")))
+					.with("runs", Integer.parseInt(figures.get("runs")));
+				if (runs > 1) {
+					row = row.with("min", BenchRow.format(Double.parseDouble(figures.get("min")), 1))
+						.with("max", BenchRow.format(Double.parseDouble(figures.get("max")), 1));
+				}
+				context.results().add(row);
 			}
 		}
 	}

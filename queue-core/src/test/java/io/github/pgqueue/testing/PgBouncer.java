@@ -15,6 +15,8 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Assumptions;
 
+import org.springframework.util.FileSystemUtils;
+
 /**
  * A PgBouncer process of a test's own (the operating system's {@code /usr/sbin/pgbouncer}, Debian's
  * package), in front of a PostgreSQL on loopback: its ini and userlist are written to a temporary
@@ -49,6 +51,8 @@ public final class PgBouncer implements AutoCloseable {
 		this.poolSize = poolSize;
 		this.port = freePort();
 		writeConfiguration();
+		// A test JVM that ends without closing it (killed by the fork timeout) leaves no PgBouncer behind.
+		Runtime.getRuntime().addShutdownHook(new Thread(() -> stopProcess(true), "pgbouncer-shutdown"));
 	}
 
 	/**
@@ -195,9 +199,11 @@ public final class PgBouncer implements AutoCloseable {
 		this.process = null;
 	}
 
+	/** Stops PgBouncer (SIGTERM) and deletes its directory. */
 	@Override
 	public void close() {
 		stopProcess(false);
+		FileSystemUtils.deleteRecursively(this.directory.toFile());
 	}
 
 	private static int freePort() throws IOException {

@@ -61,8 +61,7 @@ public final class PgBouncer implements AutoCloseable {
 	 * connections per pool; skips the calling test when the binary is missing.
 	 */
 	public static PgBouncer start(int serverPort, int poolSize) {
-		Assumptions.assumeTrue(Files.isExecutable(BINARY), "PgBouncer is not installed (" + BINARY + "): these tests "
-				+ "need Debian's package; run `apt-get install -y pgbouncer` (as .ci/run does) and run them again");
+		assumeInstalled();
 		try {
 			PgBouncer bouncer = new PgBouncer(serverPort, poolSize);
 			bouncer.startProcess();
@@ -71,6 +70,17 @@ public final class PgBouncer implements AutoCloseable {
 		catch (IOException ex) {
 			throw new UncheckedIOException("Could not start PgBouncer", ex);
 		}
+	}
+
+	/** Whether {@link #BINARY} is there. */
+	public static boolean isInstalled() {
+		return Files.isExecutable(BINARY);
+	}
+
+	/** Skips the calling test, saying how to run it, when PgBouncer is not installed. */
+	public static void assumeInstalled() {
+		Assumptions.assumeTrue(isInstalled(), "PgBouncer is not installed (" + BINARY + "): this test needs "
+				+ "Debian's package; run `apt-get install -y pgbouncer` (as .ci/run does) and run it again");
 	}
 
 	/** A JDBC URL of the transaction-pooled database, with {@code parameters} (e.g. {@code prepareThreshold=0}) appended. */

@@ -57,7 +57,9 @@ class PgBouncerIntegrationTests {
 
 	@BeforeAll
 	static void startPgBouncer() {
-		bouncer = PgBouncer.start(postgres.port(), 8);
+		if (PgBouncer.isInstalled()) {
+			bouncer = PgBouncer.start(postgres.port(), 8);
+		}
 	}
 
 	@AfterAll
@@ -69,6 +71,7 @@ class PgBouncerIntegrationTests {
 
 	@BeforeEach
 	void table() {
+		PgBouncer.assumeInstalled(); // each test skipped with the reason, not the class silently
 		this.jdbc.execute("DROP TABLE IF EXISTS bounced");
 		this.jdbc.execute("CREATE TABLE bounced (n int PRIMARY KEY, handled_at timestamptz NOT NULL DEFAULT clock_timestamp())");
 	}
@@ -104,7 +107,7 @@ class PgBouncerIntegrationTests {
 				assertThat(count("SELECT count(*) FROM pgqueue.message")).isZero();
 				assertThat(count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")).isZero();
 				assertThat(Payments.handledAt).hasSizeGreaterThanOrEqualTo(200);
-				System.out.println("PGBOUNCER latency send-commit to handler through transaction pooling, "
+				System.out.println("PGBOUNCER latency from the start of the send's transaction to the handler through transaction pooling, "
 						+ "LISTEN direct: " + percentiles(Payments.handledAt, sentAt));
 			});
 	}

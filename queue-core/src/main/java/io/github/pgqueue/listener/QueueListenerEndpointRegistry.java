@@ -188,7 +188,7 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 			}
 			catch (SQLException | RuntimeException ex) {
 				logger.warn("Could not check whether the listeners' connections are pooled per transaction ({}); "
-						+ "starting listener '{}' unchecked", ex.getMessage(), endpoint.id());
+						+ "starting listener '{}' unchecked", ex.getMessage(), endpoint.id(), ex);
 				return;
 			}
 		}

@@ -1,5 +1,6 @@
 package io.github.pgqueue.listener;
 
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -19,6 +20,9 @@ import io.github.pgqueue.internal.ListenerMetrics;
 import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.observation.QueueProcessObservationConvention;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
 import org.springframework.context.SmartLifecycle;
 import org.springframework.jdbc.support.JdbcTransactionManager;
 import org.springframework.transaction.PlatformTransactionManager;
@@ -30,6 +34,8 @@ import org.springframework.util.Assert;
  * only run while the rest of the application is up.
  */
 public class QueueListenerEndpointRegistry implements SmartLifecycle {
+
+	private static final Logger logger = LoggerFactory.getLogger(QueueListenerEndpointRegistry.class);
 
 	/**
 	 * The lifecycle phase: late, so that listeners start after infrastructure with lower phases
@@ -78,6 +84,9 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 
 	private volatile boolean running;
 
+	/** Whether the listeners' connections are pooled per transaction; null until probed. */
+	private Boolean transactionPooled;
+
 	/**
 	 * A registry whose pollers take their sessions from the context's data source, and whose
 	 * handlers get {@link #DEFAULT_SHUTDOWN_TIMEOUT} to finish on stop.
@@ -113,6 +122,7 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		QueueListenerContainer container = new QueueListenerContainer(endpoint, sessions, this.context, this.sql,
 				transactions, this.metrics, this.observationConvention, this.shutdownTimeout, this.virtualThreads, () -> {
 					checkStart(endpoint);
+					checkPooling(endpoint);
 					startNotifications();
 				}, this::isWatching);
 		this.containerCustomizer.customize(container);
@@ -160,6 +170,41 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 	 * checks that the listener's queues exist.
 	 */
 	protected void checkStart(QueueListenerEndpoint endpoint) {
+	}
+
+	/**
+	 * Refuses a listener whose connections go through a pooler in transaction pooling (see
+	 * {@link PoolingProbe}, run once, before the first listener starts): a session-mode poller
+	 * holds its messages with session-level advisory locks from its claim to its ack, and a
+	 * transactional one takes a message whose consumer died, and the LISTEN connection listens, on
+	 * a session of their own, none of which survives a change of server session between
+	 * transactions. A probe that cannot reach the database (it is down at startup) lets the
+	 * listener start and runs again at the next start of a listener.
+	 */
+	private synchronized void checkPooling(QueueListenerEndpoint endpoint) {
+		if (this.transactionPooled == null) {
+			try {
+				this.transactionPooled = PoolingProbe.transactionPooled(this.consumerDataSource);
+			}
+			catch (SQLException | RuntimeException ex) {
+				logger.warn("Could not check whether the listeners' connections are pooled per transaction ({}); "
+						+ "starting listener '{}' unchecked", ex.getMessage(), endpoint.id(), ex);
+				return;
+			}
+		}
+		if (this.transactionPooled) {
+			boolean session = endpoint.containerProperties().mode() == ConsumptionMode.SESSION;
+			throw new IllegalStateException("Listener '" + endpoint.id() + "' cannot start: its connections go "
+					+ "through a pooler in transaction pooling (PgBouncer pool_mode=transaction), but "
+					+ (session ? "session mode holds session-level advisory locks across transactions on one server "
+							+ "connection"
+							: "every listener keeps a session of its own for LISTEN, and transactional mode holds the "
+									+ "messages of consumers that died with session-level advisory locks across "
+									+ "transactions on one server connection")
+					+ "; give the listeners session pooling or a direct connection to PostgreSQL "
+					+ "(pgqueue.listener.jdbc-url), while sends and the transactions of transactional listeners may "
+					+ "stay in transaction pooling");
+		}
 	}
 
 	/**

@@ -92,6 +92,11 @@ public final class EmbeddedPostgres {
 		return "jdbc:postgresql://localhost:" + this.port + "/postgres";
 	}
 
+	/** The server's port on localhost. */
+	public int port() {
+		return this.port;
+	}
+
 	public String username() {
 		return "postgres";
 	}

@@ -107,6 +107,14 @@ final class ChaosDatabase implements AutoCloseable {
 		return this.username;
 	}
 
+	/** The port of the shared server on localhost. */
+	int port() {
+		if (this.postgres == null) {
+			throw new IllegalStateException("Only the shared server's port is known: this one is " + this.url);
+		}
+		return this.postgres.port();
+	}
+
 	JdbcTemplate jdbc() {
 		return this.jdbc;
 	}

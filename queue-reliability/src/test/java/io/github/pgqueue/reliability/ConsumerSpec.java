@@ -24,6 +24,9 @@ final class ConsumerSpec {
 
 	private String recorderHost;
 
+	/** The URL of consumer {@code name}'s application DataSource when it goes through a pooler, or null. */
+	private java.util.function.Function<String, String> pooledUrl;
+
 	private ConsumerSpec(String queue) {
 		this.queue = queue;
 		property("chaos.queue", queue);
@@ -79,6 +82,16 @@ final class ConsumerSpec {
 		return this;
 	}
 
+	/**
+	 * Consumers whose application DataSource (sends, transactional listeners' transactions) takes
+	 * {@code url} of their name, a pooler's; their listeners' own pool (LISTEN, sessions) and their
+	 * recorder stay on a direct connection.
+	 */
+	ConsumerSpec throughPooler(java.util.function.Function<String, String> url) {
+		this.pooledUrl = url;
+		return this;
+	}
+
 	List<String> launcher() {
 		return this.launcher;
 	}
@@ -92,6 +105,10 @@ final class ConsumerSpec {
 		all.put("spring.datasource.hikari.minimum-idle", "0");
 		all.put("chaos.consumer", name);
 		all.put("chaos.recorder-url", onHost(database.jdbcUrl("rec-" + name), this.recorderHost));
+		if (this.pooledUrl != null) {
+			all.put("spring.datasource.url", this.pooledUrl.apply(name));
+			all.put("pgqueue.listener.jdbc-url", database.jdbcUrl(name));
+		}
 		all.putAll(this.properties);
 		List<String> arguments = new ArrayList<>();
 		all.forEach((key, value) -> arguments.add("--" + key + "=" + value));

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.function.Consumer;
 
+import io.github.pgqueue.testing.PgBouncer;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
@@ -110,6 +111,36 @@ class TransactionalChaosIntegrationTests {
 		assertThat(groupsSeen).isEqualTo(FIFO_GROUPS);
 	}
 
+	/**
+	 * Through PgBouncer in transaction pooling (the consumers' application DataSource, which runs
+	 * their transactions; their listeners' own pool connects directly): consumers killed mid-batch
+	 * and PgBouncer itself killed and started again, each cutting every transaction that runs
+	 * through it.
+	 */
+	@Test
+	@Order(5)
+	void killNineAndPgBouncerRestartsThroughTransactionPoolingTakeEveryEffectExactlyOnce() {
+		try (PgBouncer bouncer = PgBouncer.start(this.database.port(), 20)) {
+			int consumers = pick(2, 3);
+			int[] restarts = new int[1];
+			run("tx-pgbouncer", "chaos-tx-pgbouncer", consumers, (fleet) -> {
+				for (int i = 0; i < pick(2, 8); i++) {
+					ChaosDatabase.pause(Duration.ofMillis(pick(1500, 2500)));
+					ConsumerProcess victim = inTheMiddleOfWork(fleet);
+					victim.kill();
+					fleet.keepAlive(consumers);
+					ChaosDatabase.pause(Duration.ofMillis(pick(1000, 2000)));
+					// Mid-batch: some consumer's transaction holds messages through PgBouncer.
+					await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(10))
+						.until(() -> fleet.ready().stream().anyMatch((c) -> this.database.claimsOf(c.name()) > 0));
+					bouncer.restart();
+					restarts[0]++;
+				}
+			}, 0, (spec) -> spec.throughPooler((name) -> bouncer.transactionPoolUrl("prepareThreshold=0&ApplicationName=" + name)));
+			System.out.println("  PgBouncer restarts: " + restarts[0]);
+		}
+	}
+
 	private static final int FIFO_GROUPS = 25;
 
 	private void run(String scenario, String queue, int consumers, Consumer<ConsumerFleet> faults) {
@@ -117,8 +148,15 @@ class TransactionalChaosIntegrationTests {
 	}
 
 	private void run(String scenario, String queue, int consumers, Consumer<ConsumerFleet> faults, int groups) {
+		run(scenario, queue, consumers, faults, groups, (spec) -> {
+		});
+	}
+
+	private void run(String scenario, String queue, int consumers, Consumer<ConsumerFleet> faults, int groups,
+			Consumer<ConsumerSpec> customizer) {
 		ConsumerSpec spec = ConsumerSpec.of(queue).batchSize(10)
 			.property("pgqueue.queues." + queue + ".mode", "transactional");
+		customizer.accept(spec);
 		try (ConsumerFleet fleet = new ConsumerFleet(this.database, scenario.replace("-", ""), spec);
 				Producer producer = new Producer(this.database, queue, (key) -> Job.of(key, WORK_MILLIS))) {
 			if (groups > 0) {

@@ -32,6 +32,9 @@ final class ListenerConnections implements DisposableBean {
 
 	private final boolean dedicatedPool;
 
+	/** The listeners' own URL (pgqueue.listener.jdbc-url), or null for the application's. */
+	private final String jdbcUrl;
+
 	private volatile DataSource target;
 
 	private final DataSource view = new View();
@@ -39,8 +42,17 @@ final class ListenerConnections implements DisposableBean {
 	private HikariDataSource dedicated;
 
 	ListenerConnections(DataSource applicationDataSource, boolean dedicatedPool) {
+		this(applicationDataSource, dedicatedPool, null);
+	}
+
+	ListenerConnections(DataSource applicationDataSource, boolean dedicatedPool, String jdbcUrl) {
 		this.applicationDataSource = applicationDataSource;
 		this.dedicatedPool = dedicatedPool;
+		this.jdbcUrl = (jdbcUrl == null || jdbcUrl.isBlank()) ? null : jdbcUrl.strip();
+		if (this.jdbcUrl != null && !dedicatedPool) {
+			throw new IllegalStateException("pgqueue.listener.jdbc-url is set, but pgqueue.listener.dedicated-pool is "
+					+ "false: the URL is that of the listeners' own pool; remove one of the two");
+		}
 	}
 
 	/**
@@ -69,8 +81,13 @@ final class ListenerConnections implements DisposableBean {
 			this.dedicated.setMaximumPoolSize(needed);
 		}
 		else if (applicationPool != null) {
-			this.dedicated = dedicatedPool(applicationPool, needed);
+			this.dedicated = dedicatedPool(applicationPool, needed, this.jdbcUrl);
 			this.target = this.dedicated;
+		}
+		else if (this.jdbcUrl != null) {
+			throw new IllegalStateException("pgqueue.listener.jdbc-url is set, but the application's DataSource is a "
+					+ this.applicationDataSource.getClass().getName() + ", not a Hikari pool from which pgqueue can "
+					+ "copy the credentials and settings of the listeners' pool; use HikariCP, or remove the URL");
 		}
 		else if (unwrap(this.applicationDataSource, AbstractDriverBasedDataSource.class) != null) {
 			// SimpleDriverDataSource, DriverManagerDataSource: every connection is a new one, so the
@@ -91,10 +108,21 @@ final class ListenerConnections implements DisposableBean {
 		return (this.dedicated != null) ? this.dedicated.getMaximumPoolSize() : 0;
 	}
 
-	/** A pool configured as the application's (URL or data-source class, credentials, timeouts, init SQL). */
-	private static HikariDataSource dedicatedPool(HikariDataSource applicationPool, int size) {
+	/**
+	 * A pool configured as the application's (URL or data-source class, credentials, timeouts, init
+	 * SQL), on {@code jdbcUrl} instead of the application's URL when that is not null.
+	 */
+	private static HikariDataSource dedicatedPool(HikariDataSource applicationPool, int size, String jdbcUrl) {
 		HikariDataSource pool = new HikariDataSource();
 		applicationPool.copyStateTo(pool);
+		if (jdbcUrl != null) {
+			if (pool.getDataSource() != null || pool.getDataSourceClassName() != null) {
+				throw new IllegalStateException("pgqueue.listener.jdbc-url is set, but the application's pool is "
+						+ "configured with a DataSource (class) rather than a JDBC URL; set "
+						+ "spring.datasource.url instead, or remove pgqueue.listener.jdbc-url");
+			}
+			pool.setJdbcUrl(jdbcUrl);
+		}
 		// Metrics and health trackers are kept: they report this pool under its own name.
 		pool.setPoolName("pgqueue-listeners");
 		pool.addDataSourceProperty("ApplicationName", APPLICATION_NAME);

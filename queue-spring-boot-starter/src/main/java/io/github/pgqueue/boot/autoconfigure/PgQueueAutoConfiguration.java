@@ -117,7 +117,7 @@ public final class PgQueueAutoConfiguration {
 	ListenerConnections pgQueueListenerConnections(@PgQueueDataSource ObjectProvider<DataSource> pgQueueDataSource,
 			ObjectProvider<DataSource> dataSource, PgQueueProperties properties) {
 		return new ListenerConnections(dataSource(pgQueueDataSource, dataSource),
-				properties.getListener().isDedicatedPool());
+				properties.getListener().isDedicatedPool(), properties.getListener().getJdbcUrl());
 	}
 
 	/** The {@link PgQueueDataSource} if there is one, else the single or primary DataSource. */

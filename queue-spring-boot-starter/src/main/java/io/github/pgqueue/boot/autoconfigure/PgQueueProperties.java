@@ -137,6 +137,14 @@ public class PgQueueProperties {
 		/** Whether pollers take their connections from a pool of their own, sized from the total concurrency. */
 		private boolean dedicatedPool = true;
 
+		/**
+		 * JDBC URL of the listeners' own pool (pollers and the LISTEN connection) when it must differ
+		 * from the application's, such as a direct connection to PostgreSQL, or a session-pooled
+		 * database of PgBouncer, while the application goes through transaction pooling. Same
+		 * credentials and settings as the application's pool. Requires dedicated-pool.
+		 */
+		private String jdbcUrl;
+
 		/** Whether every handler call is observed as pgqueue.process, continuing the trace whose context the message's headers carry. */
 		private boolean observationEnabled;
 
@@ -186,6 +194,14 @@ public class PgQueueProperties {
 
 		public void setDedicatedPool(boolean dedicatedPool) {
 			this.dedicatedPool = dedicatedPool;
+		}
+
+		public String getJdbcUrl() {
+			return this.jdbcUrl;
+		}
+
+		public void setJdbcUrl(String jdbcUrl) {
+			this.jdbcUrl = jdbcUrl;
 		}
 
 	}

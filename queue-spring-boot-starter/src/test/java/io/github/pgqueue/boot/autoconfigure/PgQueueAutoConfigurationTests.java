@@ -301,6 +301,27 @@ class PgQueueAutoConfigurationTests {
 				.contains("at least 5"));
 	}
 
+	@Test
+	void listenerUrlWithoutADedicatedPoolFailsStartupSayingSo() {
+		this.runner.withBean(Listeners.class)
+			.withPropertyValues("pgqueue.listener.dedicated-pool=false",
+					"pgqueue.listener.jdbc-url=jdbc:postgresql://localhost:1/direct")
+			.run((context) -> assertThat(failureMessages(context))
+				.contains("pgqueue.listener.jdbc-url is set, but pgqueue.listener.dedicated-pool is false"));
+	}
+
+	@Test
+	void listenersTakeTheirConnectionsFromTheirOwnUrl() {
+		this.runner.withBean(Listeners.class)
+			.withPropertyValues("pgqueue.listener.jdbc-url=" + this.postgres.jdbcUrl() + "?ApplicationName=own-url")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				await().atMost(Duration.ofSeconds(10)).until(() -> new JdbcTemplate(this.postgres.dataSource())
+					.queryForObject("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'own-url' "
+							+ "AND query LIKE 'LISTEN%'", Integer.class) == 1);
+			});
+	}
+
 	static class Greedy {
 
 		@QueueListener(queues = "emails", concurrency = "400")

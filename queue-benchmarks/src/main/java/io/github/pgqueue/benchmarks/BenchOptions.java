@@ -6,7 +6,7 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * The command line: {@code quick} (send, send-batch, drain and latency-idle at reduced size) or
+ * The command line: {@code quick} (send, send-batch, drain, latency-idle and binder at reduced size) or
  * {@code full} (every scenario); {@code only=a,b} to pick scenarios; {@code systems=a,b} to measure only
  * the systems of these names (ratios need their baseline among them; a quick run without it measures
  * {@link #QUICK_SYSTEMS}); {@code churn-seconds=N},
@@ -25,9 +25,9 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 	static final int MIN_DRAIN_SECONDS = 3;
 
 	static final List<String> ALL = List.of("send", "send-batch", "drain", "latency-idle", "delayed", "steady",
-			"backlog", "idle-cost", "many-queues", "churn", "pressure", "filter", "fifo-groups", "memory");
+			"backlog", "idle-cost", "many-queues", "churn", "pressure", "filter", "fifo-groups", "memory", "binder");
 
-	static final List<String> QUICK = List.of("send", "send-batch", "drain", "latency-idle");
+	static final List<String> QUICK = List.of("send", "send-batch", "drain", "latency-idle", "binder");
 
 	/**
 	 * The systems of a quick run that does not name its own: pgqueue's two modes, the limit and the

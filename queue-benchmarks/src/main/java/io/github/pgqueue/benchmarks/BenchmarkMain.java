@@ -98,6 +98,7 @@ public final class BenchmarkMain {
 			case "filter" -> new FilterScenario(context).run();
 			case "fifo-groups" -> new FifoGroupsScenario(context).run();
 			case "many-queues" -> new ManyQueuesScenario(context).run();
+			case "binder" -> new BinderScenario(context).run();
 			default -> throw new IllegalArgumentException("Unknown scenario " + scenario);
 		}
 	}

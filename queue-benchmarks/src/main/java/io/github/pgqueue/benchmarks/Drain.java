@@ -85,12 +85,18 @@ final class Drain {
 	 * when warming up) is run again from a larger backlog, up to twice; it counts as more warm-up.
 	 */
 	static Runs measure(BenchContext context, QueueSystem system, int concurrency, int batchSize, double rate) {
+		return measure(context, system, concurrency, batchSize, rate, context.options().drainRuns());
+	}
+
+	/** {@link #measure(BenchContext, QueueSystem, int, int, double)} with {@code runs} timed drains. */
+	static Runs measure(BenchContext context, QueueSystem system, int concurrency, int batchSize, double rate,
+			int runs) {
 		Duration window = context.options().drainTime();
 		double seconds = window.toMillis() / 1000.0;
 		long size = clamp(rate * seconds * BACKLOG_MARGIN);
 		List<Outcome> outcomes = new ArrayList<>();
 		long backlog = 0;
-		for (int i = 0; i < context.options().drainRuns(); i++) {
+		for (int i = 0; i < runs; i++) {
 			Outcome outcome;
 			for (int attempt = 0;; attempt++) {
 				backlog = prepare(context, system, size);

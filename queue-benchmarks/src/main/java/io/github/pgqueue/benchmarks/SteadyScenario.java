@@ -34,55 +34,63 @@ final class SteadyScenario {
 
 	void run() {
 		for (QueueSystem system : this.context.systems()) {
-			system.clear();
-			this.context.database().vacuumAnalyze(system.table());
-			int batchSize = system.claimsInBatches() ? PgQueueSystem.DEFAULT_BATCH_SIZE : 1;
-			Latencies latencies = new Latencies(4_000_000);
-			LongAdder handled = new LongAdder();
-			LongAdder warmUpHandled = new LongAdder();
-			long sent;
-			long out;
-			long started;
-			double seconds;
-			WarmUp.Result warmUp;
-			try (Consumers consumers = system.startConsumers(CONSUMERS, batchSize, (n) -> {
-				if (n < 0) {
-					warmUpHandled.increment();
-					return;
-				}
-				latencies.started(n);
-				handled.increment();
-			})) {
-				warmUp = warmUp(system, warmUpHandled);
-				started = System.nanoTime();
-				sent = Producers.run(PRODUCERS, this.context.options().steady(), this.context.options().steadyRate(),
-						new AtomicLong(), 1, (first, count) -> {
-					system.send(first);
-					latencies.committed(first);
-				});
-				out = handled.sum();
-				seconds = (System.nanoTime() - started) / 1e9;
-				long deadline = System.nanoTime() + 15_000_000_000L;
-				while (handled.sum() < sent && System.nanoTime() < deadline) {
-					BenchContext.pause(10);
-				}
-			}
-			Latencies.Summary summary = latencies.summarize();
-			Latencies.Tail tail = latencies.tail(started, WARM_UP_NANOS, SLOW_MILLIS, 5);
-			this.context.results()
-				.add(new BenchRow("steady", system.name(), CONSUMERS, String.valueOf(batchSize), out, out / seconds,
-						summary.p50Millis(), summary.p99Millis(), java.util.Map.of())
-					.with("producers", PRODUCERS)
-					.with("warm_up_s", warmUp.seconds())
-					.with("target_in_msgs_per_s", this.context.options().steadyRate())
-					.with("in_msgs_per_s", sent / seconds)
-					.with("unhandled", Math.max(0, sent - summary.count()))
-					.with("p99_after_5s_ms", tail.p99AfterWarmUpMillis())
-					.with("over_100ms", tail.slow())
-					.with("seconds_most_over_100ms", tail.slowestSeconds()));
-			system.clear();
+			this.context.results().add(measure(system, "steady", this.context.options().steady()));
 		}
 		this.context.results().ratios("steady");
+	}
+
+	/**
+	 * Measures {@code system} under the steady load for {@code duration} (after its warm-up) and
+	 * returns its row, named {@code scenario}; empties the system's queue before and after.
+	 */
+	BenchRow measure(QueueSystem system, String scenario, java.time.Duration duration) {
+		system.clear();
+		this.context.database().vacuumAnalyze(system.table());
+		int batchSize = system.claimsInBatches() ? PgQueueSystem.DEFAULT_BATCH_SIZE : 1;
+		Latencies latencies = new Latencies(4_000_000);
+		LongAdder handled = new LongAdder();
+		LongAdder warmUpHandled = new LongAdder();
+		long sent;
+		long out;
+		long started;
+		double seconds;
+		WarmUp.Result warmUp;
+		try (Consumers consumers = system.startConsumers(CONSUMERS, batchSize, (n) -> {
+			if (n < 0) {
+				warmUpHandled.increment();
+				return;
+			}
+			latencies.started(n);
+			handled.increment();
+		})) {
+			warmUp = warmUp(system, warmUpHandled);
+			started = System.nanoTime();
+			sent = Producers.run(PRODUCERS, duration, this.context.options().steadyRate(),
+					new AtomicLong(), 1, (first, count) -> {
+				system.send(first);
+				latencies.committed(first);
+			});
+			out = handled.sum();
+			seconds = (System.nanoTime() - started) / 1e9;
+			long deadline = System.nanoTime() + 15_000_000_000L;
+			while (handled.sum() < sent && System.nanoTime() < deadline) {
+				BenchContext.pause(10);
+			}
+		}
+		Latencies.Summary summary = latencies.summarize();
+		Latencies.Tail tail = latencies.tail(started, WARM_UP_NANOS, SLOW_MILLIS, 5);
+		BenchRow row = new BenchRow(scenario, system.name(), CONSUMERS, String.valueOf(batchSize), out, out / seconds,
+					summary.p50Millis(), summary.p99Millis(), java.util.Map.of())
+				.with("producers", PRODUCERS)
+				.with("warm_up_s", warmUp.seconds())
+				.with("target_in_msgs_per_s", this.context.options().steadyRate())
+				.with("in_msgs_per_s", sent / seconds)
+				.with("unhandled", Math.max(0, sent - summary.count()))
+				.with("p99_after_5s_ms", tail.p99AfterWarmUpMillis())
+				.with("over_100ms", tail.slow())
+				.with("seconds_most_over_100ms", tail.slowestSeconds());
+		system.clear();
+		return row;
 	}
 
 	/**

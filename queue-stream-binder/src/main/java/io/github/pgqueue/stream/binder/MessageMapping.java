@@ -3,6 +3,7 @@ package io.github.pgqueue.stream.binder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Base64;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -14,12 +15,16 @@ import io.github.pgqueue.PayloadConverter;
 import io.github.pgqueue.QueueMessage;
 import tools.jackson.core.JacksonException;
 import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectWriter;
 import tools.jackson.databind.json.JsonMapper;
 
 import org.springframework.messaging.Message;
 import org.springframework.messaging.MessageHeaders;
+import org.springframework.messaging.support.GenericMessage;
 import org.springframework.messaging.support.MessageBuilder;
+import org.springframework.util.InvalidMimeTypeException;
 import org.springframework.util.MimeType;
+import org.springframework.util.MimeTypeUtils;
 
 /**
  * How a Spring message becomes a pgqueue message and back. A body the binder gets as bytes is
@@ -41,6 +46,9 @@ final class MessageMapping {
 			PgQueueBinderHeaders.QUEUE, PgQueueBinderHeaders.ATTEMPT, PgQueueBinderHeaders.BATCH_HEADERS);
 
 	private final JsonMapper mapper = JsonMapper.builder().build();
+
+	/** Writes received bodies; its serializer is found once, not for each message. */
+	private final ObjectWriter bodyWriter = this.mapper.writerFor(JsonNode.class);
 
 	/** What is sent: the body for the payload converter and the headers. */
 	record Outbound(Object body, Map<String, String> headers) {
@@ -83,29 +91,46 @@ final class MessageMapping {
 
 	/** The message a binding receives: its payload as bytes, its headers, pgqueue's headers added. */
 	Message<byte[]> toMessage(QueueMessage<?> received) {
-		Map<String, String> stored = received.headers();
-		return MessageBuilder.withPayload(body((JsonNode) received.payload(), stored))
-			.copyHeaders(headers(received))
-			.build();
+		// the headers are copied once, into the message's own (a builder would copy them twice more)
+		return new GenericMessage<>(body((JsonNode) received.payload(), received.headers()), headers(received));
 	}
 
-	/** The headers of {@code received} as the binding sees them. */
+	/**
+	 * The headers of {@code received} as the binding sees them. The content type is a
+	 * {@link MimeType}, which Spring Cloud Stream would otherwise parse from the text for each
+	 * message; without one the body is JSON.
+	 */
 	Map<String, Object> headers(QueueMessage<?> received) {
 		Map<String, String> stored = received.headers();
-		Map<String, Object> headers = new LinkedHashMap<>();
+		Map<String, Object> headers = new HashMap<>(stored.size() + 6);
 		stored.forEach((name, value) -> {
-			if (!name.equals(ENCODING_HEADER) && value != null) {
+			if (value != null && !name.equals(ENCODING_HEADER)) {
 				headers.put(name, value);
 			}
 		});
-		if (!headers.containsKey(MessageHeaders.CONTENT_TYPE)) {
+		Object contentType = headers.get(MessageHeaders.CONTENT_TYPE);
+		if (contentType == null) {
 			String pgContentType = stored.get(PayloadConverter.CONTENT_TYPE_HEADER);
-			headers.put(MessageHeaders.CONTENT_TYPE, (pgContentType != null) ? pgContentType : "application/json");
+			contentType = (pgContentType != null) ? pgContentType : MimeTypeUtils.APPLICATION_JSON;
 		}
+		headers.put(MessageHeaders.CONTENT_TYPE, mimeType(contentType));
 		headers.put(PgQueueBinderHeaders.ID, received.id());
 		headers.put(PgQueueBinderHeaders.QUEUE, received.queue());
 		headers.put(PgQueueBinderHeaders.ATTEMPT, received.attempt());
 		return headers;
+	}
+
+	/** A stored content type as a {@link MimeType} (parsed through Spring's cache), or as it is if it does not parse. */
+	private static Object mimeType(Object contentType) {
+		if (contentType instanceof String text) {
+			try {
+				return MimeTypeUtils.parseMimeType(text);
+			}
+			catch (InvalidMimeTypeException ex) {
+				return text; // handed on as it was sent: the binding's converters report it
+			}
+		}
+		return contentType;
 	}
 
 	/** One message of the messages of a batch: the payloads, the shared headers of the first, each one's headers. */
@@ -150,7 +175,7 @@ final class MessageMapping {
 		if (headers.get(PayloadConverter.CONTENT_TYPE_HEADER) != null && body.isString()) {
 			return body.stringValue().getBytes(StandardCharsets.UTF_8);
 		}
-		return this.mapper.writeValueAsBytes(body);
+		return this.bodyWriter.writeValueAsBytes(body);
 	}
 
 	private static String headerText(String name, Object value) {

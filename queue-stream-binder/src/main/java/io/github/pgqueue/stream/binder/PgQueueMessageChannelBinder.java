@@ -84,7 +84,7 @@ public class PgQueueMessageChannelBinder extends
 		}
 		PgQueueMessageHandler handler = new PgQueueMessageHandler(this.queues,
 				((PgQueueProvisioningProvider.Destination) destination).exchange(), producerProperties.getExtension(),
-				keys, this.mapping);
+				keys, this.mapping, producerProperties.isErrorChannelEnabled() ? errorChannel : null);
 		handler.setBeanFactory(getBeanFactory());
 		return handler;
 	}

@@ -10,12 +10,18 @@ import org.springframework.expression.EvaluationContext;
 import org.springframework.expression.Expression;
 import org.springframework.integration.handler.AbstractMessageHandler;
 import org.springframework.messaging.Message;
+import org.springframework.messaging.MessageChannel;
 import org.springframework.messaging.MessageHandlingException;
+import org.springframework.messaging.MessagingException;
+import org.springframework.messaging.support.ErrorMessage;
 
 /**
  * The producer side of a binding: publishes each message to the destination's exchange on the
  * caller's thread, so that a send inside the caller's transaction commits or rolls back with it.
- * The partition key becomes the message's FIFO group.
+ * The partition key becomes the message's FIFO group. With the producer's
+ * {@code errorChannelEnabled}, a send that fails also goes, as an {@link ErrorMessage}, to the
+ * binding's error channel {@code <destination>.errors}; the caller gets the exception either way,
+ * since the send is synchronous.
  */
 final class PgQueueMessageHandler extends AbstractMessageHandler implements Lifecycle {
 
@@ -39,11 +45,14 @@ final class PgQueueMessageHandler extends AbstractMessageHandler implements Life
 
 	private final MessageMapping mapping;
 
+	private final MessageChannel errorChannel;
+
 	private volatile boolean running;
 
 	PgQueueMessageHandler(QueueOperations queues, String exchange, PgQueueProducerProperties properties,
-			PartitionKeys partitionKeys, MessageMapping mapping) {
+			PartitionKeys partitionKeys, MessageMapping mapping, MessageChannel errorChannel) {
 		this.queues = queues;
+		this.errorChannel = errorChannel;
 		this.exchange = exchange;
 		this.routingKey = (properties.getRoutingKey() != null) ? properties.getRoutingKey() : exchange;
 		this.properties = properties;
@@ -61,6 +70,22 @@ final class PgQueueMessageHandler extends AbstractMessageHandler implements Life
 
 	@Override
 	protected void handleMessageInternal(Message<?> message) {
+		try {
+			publish(message);
+		}
+		catch (RuntimeException ex) {
+			if (this.errorChannel != null) {
+				MessagingException failure = (ex instanceof MessagingException messaging
+						&& messaging.getFailedMessage() != null) ? messaging
+								: new MessageHandlingException(message, "Cannot send to destination '" + this.exchange
+										+ "': " + ex.getMessage(), ex);
+				this.errorChannel.send(new ErrorMessage(failure, message));
+			}
+			throw ex;
+		}
+	}
+
+	private void publish(Message<?> message) {
 		MessageMapping.Outbound outbound;
 		SendOptions.Builder options = SendOptions.builder();
 		try {

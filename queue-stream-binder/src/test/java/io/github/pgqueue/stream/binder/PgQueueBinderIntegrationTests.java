@@ -30,6 +30,7 @@ import org.springframework.cloud.stream.function.StreamBridge;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Import;
 import org.springframework.messaging.Message;
+import org.springframework.messaging.MessagingException;
 import org.springframework.messaging.SubscribableChannel;
 import org.springframework.messaging.support.ErrorMessage;
 import org.springframework.messaging.support.MessageBuilder;
@@ -37,6 +38,7 @@ import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -85,7 +87,11 @@ import static org.awaitility.Awaitility.await;
 		"spring.cloud.stream.bindings.later.destination=later",
 		"spring.cloud.stream.bindings.later.producer.required-groups=g",
 		"spring.cloud.stream.pgqueue.bindings.later.producer.priority=3",
-		"spring.cloud.stream.pgqueue.bindings.later.producer.delay=1h" })
+		"spring.cloud.stream.pgqueue.bindings.later.producer.delay=1h",
+		// a producer's error channel
+		"spring.cloud.stream.bindings.strict.destination=strict",
+		"spring.cloud.stream.bindings.strict.producer.required-groups=g",
+		"spring.cloud.stream.bindings.strict.producer.error-channel-enabled=true" })
 class PgQueueBinderIntegrationTests {
 
 	private static final Duration WAIT = Duration.ofSeconds(20);
@@ -246,6 +252,28 @@ class PgQueueBinderIntegrationTests {
 		assertThat(sent).extracting(StoredMessage::priority).containsExactly(3, 1);
 		assertThat(sent.get(0).visibleAt()).isAfter(java.time.Instant.now().plus(Duration.ofMinutes(59)));
 		assertThat(sent.get(1).visibleAt()).isBefore(java.time.Instant.now().plusSeconds(1));
+	}
+
+	@Test
+	void aFailedSendOfAProducerWithItsErrorChannelEnabledReachesTheErrorChannelAndTheCaller() {
+		List<ErrorMessage> errors = new CopyOnWriteArrayList<>();
+		this.errorChannel.subscribe((message) -> errors.add((ErrorMessage) message));
+		Message<String> bad = MessageBuilder.withPayload("no priority").setHeader(PgQueueBinderHeaders.PRIORITY, "high")
+			.build();
+
+		assertThatThrownBy(() -> this.streamBridge.send("strict", bad)).hasStackTraceContaining("pgqueue_priority");
+		assertThatThrownBy(() -> this.streamBridge.send("later", bad)).hasStackTraceContaining("pgqueue_priority");
+
+		List<ErrorMessage> strict = errors.stream()
+			.filter((error) -> error.getPayload().getMessage().contains("destination 'strict'"))
+			.toList();
+		assertThat(strict).hasSize(1);
+		assertThat(strict.get(0).getPayload()).isInstanceOf(MessagingException.class)
+			.hasMessageContaining("pgqueue_priority must be an integer");
+		assertThat(strict.get(0).getOriginalMessage().getHeaders()).containsEntry(PgQueueBinderHeaders.PRIORITY, "high");
+		assertThat(errors).as("a producer without an error channel only throws")
+			.noneMatch((error) -> error.getPayload().getMessage().contains("destination 'later'"));
+		assertThat(this.queues.sent("strict.g", String.class)).isEmpty();
 	}
 
 	/** What the handlers of the features received. */

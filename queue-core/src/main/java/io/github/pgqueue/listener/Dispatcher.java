@@ -46,7 +46,7 @@ final class Dispatcher {
 	Dispatcher(QueueListenerEndpoint endpoint, PayloadConverter converter, BooleanSupplier running,
 			ProcessObservation observation) {
 		this.endpoint = endpoint;
-		this.converter = converter;
+		this.converter = (endpoint.payloadConverter() != null) ? endpoint.payloadConverter() : converter;
 		this.running = running;
 		this.observation = observation;
 	}

@@ -4,6 +4,7 @@ import java.lang.reflect.Type;
 import java.util.Objects;
 
 import io.github.pgqueue.AckMode;
+import io.github.pgqueue.PayloadConverter;
 import io.github.pgqueue.internal.HeaderFilter;
 
 /**
@@ -29,12 +30,15 @@ public final class QueueListenerEndpoint {
 
 	private final ContainerProperties containerProperties;
 
+	private final PayloadConverter payloadConverter;
+
 	private QueueListenerEndpoint(Builder builder) {
 		this.id = builder.id;
 		this.payloadType = Objects.requireNonNull(builder.payloadType, () -> "Listener '" + this.id
 				+ "' needs a message listener or a batch listener, with its payload type");
 		this.listener = builder.listener;
 		this.batchListener = builder.batchListener;
+		this.payloadConverter = builder.payloadConverter;
 		this.containerProperties = Objects.requireNonNull(builder.containerProperties,
 				() -> "Listener '" + this.id + "' needs container properties, at least the queues it consumes");
 		if (this.batchListener != null && this.containerProperties.ackMode() != AckMode.AUTO) {
@@ -57,6 +61,11 @@ public final class QueueListenerEndpoint {
 	/** The type payloads are converted to. */
 	public Type payloadType() {
 		return this.payloadType;
+	}
+
+	/** What reads this listener's payloads, or null for the context's {@link PayloadConverter}. */
+	public PayloadConverter payloadConverter() {
+		return this.payloadConverter;
 	}
 
 	/** What handles each message, or null for a batch listener. */
@@ -97,6 +106,8 @@ public final class QueueListenerEndpoint {
 
 		private ContainerProperties containerProperties;
 
+		private PayloadConverter payloadConverter;
+
 		private Builder(String id) {
 			this.id = Objects.requireNonNull(id, "Listener id must not be null");
 		}
@@ -128,6 +139,15 @@ public final class QueueListenerEndpoint {
 		/** How the container runs the listener: its queues, pollers, modes and error handler. */
 		public Builder containerProperties(ContainerProperties containerProperties) {
 			this.containerProperties = Objects.requireNonNull(containerProperties, "containerProperties");
+			return this;
+		}
+
+		/**
+		 * What reads this listener's payloads instead of the context's {@link PayloadConverter}
+		 * (spring-kafka's per-listener message converter); null, the default, for the context's.
+		 */
+		public Builder payloadConverter(PayloadConverter payloadConverter) {
+			this.payloadConverter = payloadConverter;
 			return this;
 		}
 

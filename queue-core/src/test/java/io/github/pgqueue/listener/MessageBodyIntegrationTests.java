@@ -101,6 +101,33 @@ class MessageBodyIntegrationTests {
 			.containsEntry("headers", "{}");
 	}
 
+	/** A listener's own converter reads its payloads; the context's is left to the rest. */
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void aListenersOwnConverterReadsItsPayloads(ConsumptionMode mode) throws Exception {
+		PayloadConverter storedText = new PayloadConverter() {
+
+			@Override
+			public String write(Object payload) {
+				throw new UnsupportedOperationException();
+			}
+
+			@Override
+			public Object read(String json, java.lang.reflect.Type type) {
+				return "as stored: " + json;
+			}
+
+		};
+		this.xmlTemplate.send("raw", new JsonOrder("E-4", 7));
+		BlockingQueue<Object> received = new LinkedBlockingQueue<>();
+		start(QueueListenerEndpoint.builder("raw-" + mode)
+			.listener(String.class, (message, ack) -> received.add(message.payload()))
+			.payloadConverter(storedText)
+			.containerProperties(properties("raw").mode(mode).build())
+			.build());
+		assertThat(received.poll(20, TimeUnit.SECONDS)).isEqualTo("as stored: {\"sku\": \"E-4\", \"quantity\": 7}");
+	}
+
 	@ParameterizedTest
 	@EnumSource(ConsumptionMode.class)
 	void aListenerReadsAnXmlBodyInsertedWithPlainSql(ConsumptionMode mode) throws Exception {

@@ -15,7 +15,6 @@ import io.github.pgqueue.PayloadConverter;
 import io.github.pgqueue.QueueMessage;
 import tools.jackson.core.JacksonException;
 import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.ObjectWriter;
 import tools.jackson.databind.json.JsonMapper;
 
 import org.springframework.messaging.Message;
@@ -47,8 +46,27 @@ final class MessageMapping {
 
 	private final JsonMapper mapper = JsonMapper.builder().build();
 
-	/** Writes received bodies; its serializer is found once, not for each message. */
-	private final ObjectWriter bodyWriter = this.mapper.writerFor(JsonNode.class);
+	/**
+	 * Reads a binding's payloads as the JSON text they are stored as, unparsed: the binding's own
+	 * converters read the body once, into the function's type, so pgqueue does not parse it first.
+	 */
+	static final PayloadConverter STORED_TEXT = new PayloadConverter() {
+
+		@Override
+		public String write(Object payload) {
+			throw new UnsupportedOperationException("This converter only reads the bodies of a binding's messages");
+		}
+
+		@Override
+		public Object read(String json, java.lang.reflect.Type type) {
+			if (json.equals("null")) {
+				// sends refuse null payloads; a JSON null can only come from plain SQL
+				throw new io.github.pgqueue.PayloadConversionException("Cannot read payload: it is JSON null", null);
+			}
+			return json;
+		}
+
+	};
 
 	/** What is sent: the body for the payload converter and the headers. */
 	record Outbound(Object body, Map<String, String> headers) {
@@ -92,7 +110,7 @@ final class MessageMapping {
 	/** The message a binding receives: its payload as bytes, its headers, pgqueue's headers added. */
 	Message<byte[]> toMessage(QueueMessage<?> received) {
 		// the headers are copied once, into the message's own (a builder would copy them twice more)
-		return new GenericMessage<>(body((JsonNode) received.payload(), received.headers()), headers(received));
+		return new GenericMessage<>(body((String) received.payload(), received.headers()), headers(received));
 	}
 
 	/**
@@ -138,7 +156,7 @@ final class MessageMapping {
 		List<byte[]> payloads = new ArrayList<>(received.size());
 		List<Map<String, Object>> each = new ArrayList<>(received.size());
 		for (QueueMessage<?> message : received) {
-			payloads.add(body((JsonNode) message.payload(), message.headers()));
+			payloads.add(body((String) message.payload(), message.headers()));
 			each.add(headers(message));
 		}
 		Map<String, Object> first = new LinkedHashMap<>(each.get(0));
@@ -168,14 +186,17 @@ final class MessageMapping {
 		}
 	}
 
-	private byte[] body(JsonNode body, Map<String, String> headers) {
-		if (BASE64.equals(headers.get(ENCODING_HEADER)) && body.isString()) {
-			return Base64.getDecoder().decode(body.stringValue());
+	/**
+	 * The bytes of a stored body, {@code json} as PostgreSQL gives it: a text or Base64 body is a
+	 * JSON string, decoded; JSON is handed on as its text.
+	 */
+	private byte[] body(String json, Map<String, String> headers) {
+		boolean base64 = BASE64.equals(headers.get(ENCODING_HEADER));
+		if ((base64 || headers.get(PayloadConverter.CONTENT_TYPE_HEADER) != null) && json.startsWith("\"")) {
+			String text = this.mapper.readValue(json, String.class);
+			return base64 ? Base64.getDecoder().decode(text) : text.getBytes(StandardCharsets.UTF_8);
 		}
-		if (headers.get(PayloadConverter.CONTENT_TYPE_HEADER) != null && body.isString()) {
-			return body.stringValue().getBytes(StandardCharsets.UTF_8);
-		}
-		return this.bodyWriter.writeValueAsBytes(body);
+		return json.getBytes(StandardCharsets.UTF_8);
 	}
 
 	private static String headerText(String name, Object value) {

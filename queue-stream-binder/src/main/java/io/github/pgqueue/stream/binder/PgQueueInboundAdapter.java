@@ -6,7 +6,6 @@ import io.github.pgqueue.listener.ContainerProperties;
 import io.github.pgqueue.listener.QueueListenerContainer;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
-import tools.jackson.databind.JsonNode;
 
 import org.springframework.integration.core.Pausable;
 import org.springframework.integration.endpoint.MessageProducerSupport;
@@ -35,11 +34,12 @@ final class PgQueueInboundAdapter extends MessageProducerSupport implements Paus
 		ContainerProperties properties = container.autoStartup(true).build();
 		this.id = "binding-" + properties.queues().get(0) + "-" + SEQUENCE.incrementAndGet();
 		QueueListenerEndpoint.Builder builder = QueueListenerEndpoint.builder(this.id).containerProperties(properties);
+		builder.payloadConverter(MessageMapping.STORED_TEXT);
 		if (batch) {
-			builder.batchListener(JsonNode.class, (messages) -> sendMessage(mapping.toBatchMessage(messages)));
+			builder.batchListener(String.class, (messages) -> sendMessage(mapping.toBatchMessage(messages)));
 		}
 		else {
-			builder.listener(JsonNode.class, (message, ack) -> sendMessage(mapping.toMessage(message)));
+			builder.listener(String.class, (message, ack) -> sendMessage(mapping.toMessage(message)));
 		}
 		this.endpoint = builder.build();
 	}

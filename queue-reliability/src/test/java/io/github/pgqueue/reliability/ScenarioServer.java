@@ -63,6 +63,10 @@ final class ScenarioServer implements AutoCloseable {
 	}
 
 	private ScenarioServer start() {
+		return start(0);
+	}
+
+	private ScenarioServer start(int port) {
 		Map<String, String> all = new LinkedHashMap<>();
 		all.put("max_connections", "200");
 		all.put("fsync", "off");
@@ -73,6 +77,9 @@ final class ScenarioServer implements AutoCloseable {
 			.setCleanDataDirectory(false)
 			.setPGStartupWait(Duration.ofSeconds(60));
 		all.forEach(builder::setServerConfig);
+		if (port != 0) {
+			builder.setPort(port);
+		}
 		try {
 			this.server = builder.start();
 		}
@@ -160,6 +167,36 @@ final class ScenarioServer implements AutoCloseable {
 		// The postmaster first: a backend that outlived it by a moment could still answer a client.
 		all.forEach((process) -> Signals.send("KILL", process.pid()));
 		all.forEach((process) -> process.onExit().join());
+	}
+
+	/**
+	 * Stops PostgreSQL in immediate mode (SIGQUIT to the postmaster: every backend exits at once,
+	 * the next start runs crash recovery), runs {@code whileDown}, then starts it again on the same
+	 * data directory, port and settings.
+	 */
+	void crashAndRestart(Runnable whileDown) {
+		long postmaster = postmasterPid();
+		Signals.send("QUIT", postmaster);
+		ProcessHandle.of(postmaster).ifPresent((process) -> process.onExit().join());
+		whileDown.run();
+		int port = port();
+		try {
+			// Finds no server to stop; lets go of the data directory's lock so that it can start again.
+			this.server.close();
+		}
+		catch (IOException | RuntimeException ex) {
+			// Nothing was left to stop: the crash ended it.
+		}
+		start(port);
+	}
+
+	private long postmasterPid() {
+		try {
+			return Long.parseLong(Files.readAllLines(this.dataDirectory.resolve("postmaster.pid")).get(0).trim());
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException("Cannot read the postmaster's pid of " + this.name, ex);
+		}
 	}
 
 	@Override

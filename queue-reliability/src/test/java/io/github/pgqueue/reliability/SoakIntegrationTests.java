@@ -27,8 +27,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * every metric stays flat after the warm-up (see {@link SoakSamples#flatness}) and the total-queue
  * check passes: nothing lost; in the session queue no duplicate without a fault that hit that
  * delivery, in the transactional one no job that took effect twice. The short soak is part of
- * {@code ./mvnw verify}; the long one is {@code -Dchaos.full=true} or {@code -Dsoak.minutes=N}
- * (see {@link SoakPlan}), and both write {@code samples.csv}, {@code faults.csv} and
+ * {@code ./mvnw verify}; the long one is {@code -Dsoak.minutes=N} (see {@link SoakPlan}), and both write {@code samples.csv}, {@code faults.csv} and
  * {@code soak.png} into {@code target/soak/}.
  */
 class SoakIntegrationTests {

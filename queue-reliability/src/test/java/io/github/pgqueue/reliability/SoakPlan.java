@@ -3,10 +3,10 @@ package io.github.pgqueue.reliability;
 import java.time.Duration;
 
 /**
- * How long a soak runs and how often it faults and samples. The short soak of
- * {@code ./mvnw verify} runs a minute of load with a fault every 14 s and a sample every 10 s; the
- * long one ({@code -Dchaos.full=true}, or any {@code -Dsoak.minutes=N}) runs {@code N} minutes
- * (60 by default) with a fault every 2 minutes and a sample every minute.
+ * How long a soak runs and how often it faults and samples. The short soak, part of
+ * {@code ./mvnw verify} and of the full chaos run, runs a minute of load with a fault every 14 s
+ * and a sample every 10 s; the long one ({@code -Dsoak.minutes=N}, 60 for the hour) runs
+ * {@code N} minutes with a fault every 2 minutes and a sample every minute.
  * @param load how long the producers send
  * @param faultEvery the time between two faults of the rotation
  * @param sampleEvery the time between two samples of heap, table and index sizes and backlog
@@ -20,13 +20,10 @@ record SoakPlan(Duration load, Duration faultEvery, Duration sampleEvery, Durati
 	static final SoakPlan SHORT = new SoakPlan(Duration.ofSeconds(60), Duration.ofSeconds(14), Duration.ofSeconds(10),
 			Duration.ofSeconds(20), Duration.ofSeconds(5), Duration.ofSeconds(3));
 
-	/** The plan the system properties ask for: {@code soak.minutes}, else the full run's hour, else {@link #SHORT}. */
+	/** The plan the system properties ask for: {@code soak.minutes} if set, else {@link #SHORT}. */
 	static SoakPlan fromSystemProperties() {
 		String minutes = System.getProperty("soak.minutes");
-		if ((minutes == null || minutes.isBlank()) && !ChaosSettings.full()) {
-			return SHORT;
-		}
-		return ofMinutes((minutes == null || minutes.isBlank()) ? 60 : parseMinutes(minutes));
+		return (minutes == null || minutes.isBlank()) ? SHORT : ofMinutes(parseMinutes(minutes));
 	}
 
 	/** A soak of {@code minutes}: a fault every 2 minutes, a sample a minute, a sixth (at most 10 minutes) of warm-up. */

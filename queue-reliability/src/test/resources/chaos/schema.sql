@@ -114,3 +114,13 @@ CREATE TABLE IF NOT EXISTS chaos.effect (
     consumer    text        NOT NULL,
     recorded_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
+
+-- What a consumer started with --chaos.heap-sample-interval writes at that interval: its heap in
+-- use right after a full collection (System.gc()).
+CREATE TABLE IF NOT EXISTS chaos.heap (
+    consumer        text        NOT NULL,
+    jvm_pid         bigint      NOT NULL,
+    used_bytes      bigint      NOT NULL,
+    committed_bytes bigint      NOT NULL,
+    sampled_at      timestamptz NOT NULL DEFAULT clock_timestamp()
+);

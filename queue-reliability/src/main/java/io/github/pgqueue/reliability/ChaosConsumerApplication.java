@@ -3,10 +3,12 @@ package io.github.pgqueue.reliability;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.time.Duration;
 
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.Banner;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.SpringBootConfiguration;
@@ -55,6 +57,19 @@ public class ChaosConsumerApplication {
 	UntypedListener untypedListener(DeliveryRecorder recorder,
 			ObjectProvider<QueueListenerEndpointRegistry> registry) {
 		return new UntypedListener(recorder, registry);
+	}
+
+	@Bean
+	@ConditionalOnProperty(name = "chaos.second-queue")
+	SecondQueueListener secondQueueListener(JobListener jobs) {
+		return new SecondQueueListener(jobs);
+	}
+
+	@Bean
+	@ConditionalOnProperty(name = "chaos.heap-sample-interval")
+	HeapSampler heapSampler(DeliveryRecorder recorder, ChaosProperties properties,
+			@Value("${chaos.heap-sample-interval}") Duration interval) {
+		return new HeapSampler(recorder.jdbc(), properties.consumer(), interval);
 	}
 
 	@Bean

@@ -86,6 +86,11 @@ public class DeliveryRecorder implements DisposableBean {
 				this.jvmPid);
 	}
 
+	/** The recorder's connections, apart from the consumer's own sessions. */
+	public JdbcTemplate jdbc() {
+		return this.jdbc;
+	}
+
 	@Override
 	public void destroy() {
 		this.pool.close();

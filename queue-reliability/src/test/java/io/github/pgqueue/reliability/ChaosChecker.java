@@ -8,6 +8,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import io.github.pgqueue.QueueNames;
+
 /**
  * Counts a drained scenario from the database: the deliveries handlers recorded, the claims
  * faults ended, and the rows left in the queue and its dead-letter queue.
@@ -18,8 +20,17 @@ final class ChaosChecker {
 
 	private final ChaosDatabase database;
 
+	/** The only queue (with its dead-letter queue) whose deliveries and rows count, or null for all. */
+	private final String queue;
+
 	ChaosChecker(ChaosDatabase database) {
+		this(database, null);
+	}
+
+	/** A checker that counts {@code queue} alone, for scenarios that run several queues at once. */
+	ChaosChecker(ChaosDatabase database, String queue) {
 		this.database = database;
+		this.queue = queue;
 	}
 
 	/**
@@ -131,18 +142,22 @@ final class ChaosChecker {
 
 	private Map<Long, List<Delivery>> deliveries() {
 		Map<Long, List<Delivery>> byKey = new HashMap<>();
-		String sql = "SELECT key, message_id, attempt, consumer, thread, fault FROM chaos.delivery";
+		String sql = "SELECT key, message_id, attempt, consumer, thread, fault FROM chaos.delivery"
+				+ " WHERE queue = coalesce(?, queue)";
 		this.database.jdbc().query(sql, (rs) -> {
 			Delivery delivery = new Delivery(rs.getLong(2), rs.getInt(3), rs.getString(4), rs.getString(5),
 					rs.getString(6));
 			byKey.computeIfAbsent(rs.getLong(1), (k) -> new ArrayList<>()).add(delivery);
-		});
+		}, this.queue);
 		return byKey;
 	}
 
 	private Map<Long, List<Row>> rows() {
 		Map<Long, List<Row>> byKey = new HashMap<>();
-		this.database.jdbc().query("SELECT chaos.key_of(payload, headers), id, queue, attempts FROM pgqueue.message",
+		String sql = "SELECT chaos.key_of(payload, headers), id, queue, attempts FROM pgqueue.message"
+				+ " WHERE ?::text IS NULL OR queue IN (?, ?)";
+		String deadLetters = (this.queue != null) ? QueueNames.defaultDeadLetterQueue(this.queue) : null;
+		this.database.jdbc().query(sql,
 				(rs) -> {
 					long key = rs.getLong(1);
 					if (rs.wasNull()) {
@@ -151,7 +166,7 @@ final class ChaosChecker {
 					}
 					byKey.computeIfAbsent(key, (k) -> new ArrayList<>())
 						.add(new Row(rs.getLong(2), rs.getString(3), rs.getInt(4)));
-				});
+				}, this.queue, this.queue, deadLetters);
 		return byKey;
 	}
 

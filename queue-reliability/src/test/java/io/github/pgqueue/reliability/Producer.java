@@ -77,6 +77,12 @@ final class Producer implements AutoCloseable {
 		return this;
 	}
 
+	/** Numbers the keys from {@code first} on, so that two producers of one scenario never share a key. */
+	Producer keysFrom(long first) {
+		this.nextKey.set(first);
+		return this;
+	}
+
 	/** Delays each job's message by what {@code delays} says for its key (sends in groups only). */
 	Producer delayed(LongFunction<Duration> delays) {
 		this.delays = delays;

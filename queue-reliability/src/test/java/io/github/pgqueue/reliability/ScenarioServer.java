@@ -212,6 +212,28 @@ final class ScenarioServer implements AutoCloseable {
 		start();
 	}
 
+	/**
+	 * Stops PostgreSQL in immediate mode (SIGQUIT to the postmaster: every backend exits at once,
+	 * the next start runs crash recovery), runs {@code whileDown}, then starts it again on the same
+	 * data directory, port and settings.
+	 */
+	void crashAndRestart(Runnable whileDown) {
+		long postmaster = postmasterPid();
+		Signals.send("QUIT", postmaster);
+		ProcessHandle.of(postmaster).ifPresent((process) -> process.onExit().join());
+		whileDown.run();
+		restart();
+	}
+
+	private long postmasterPid() {
+		try {
+			return Long.parseLong(Files.readAllLines(this.dataDirectory.resolve("postmaster.pid")).get(0).trim());
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException("Cannot read the postmaster's pid of " + this.name, ex);
+		}
+	}
+
 	@Override
 	public void close() {
 		try {

@@ -248,19 +248,9 @@ class DiskFullIntegrationTests {
 		long locksLeft = database.awaitNoAdvisoryLocks(Duration.ofSeconds(5));
 		fleet.stop();
 		Set<Long> sent = producer.sent();
-		long effects = database.count("SELECT count(DISTINCT key) FROM chaos.effect");
-		long duplicates = database.count("SELECT count(*) - count(DISTINCT key) FROM chaos.effect");
-		long unexpected = database.count("SELECT count(DISTINCT key) FROM chaos.effect WHERE NOT key = ANY (?)",
-				(Object) sent.toArray(new Long[0]));
-		long lost = sent.size() - (effects - unexpected);
-		long runs = database.count("SELECT count(*) FROM chaos.delivery");
-		System.out.printf("CHAOS scenario=%s sent=%d delivered=%d lost=%d unexpected=%d duplicates=%d faulted=%d "
-				+ "locks_left=%d%n", scenario, sent.size(), effects, lost, unexpected, duplicates,
-				runs - (effects + duplicates), locksLeft);
-		assertThat(duplicates).as("jobs that took effect twice").isZero();
-		assertThat(lost).as("jobs that never took effect").isZero();
-		assertThat(unexpected).as("effects of jobs never sent").isZero();
-		assertThat(locksLeft).as("advisory locks left").isZero();
+		EffectCount count = EffectCount.of(scenario, database, queue, sent);
+		System.out.println(count.line(locksLeft));
+		count.assertPasses(locksLeft);
 	}
 
 	/** When each step of the scenario ended, for the report. */

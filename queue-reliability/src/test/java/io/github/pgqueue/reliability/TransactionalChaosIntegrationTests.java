@@ -177,22 +177,10 @@ class TransactionalChaosIntegrationTests {
 			long locksLeft = this.database.awaitNoAdvisoryLocks(Duration.ofSeconds(5));
 			fleet.stop();
 			Set<Long> sent = producer.sent();
-			long effects = this.database.count("SELECT count(DISTINCT key) FROM chaos.effect");
-			long duplicates = this.database.count("SELECT count(*) - count(DISTINCT key) FROM chaos.effect");
-			long unexpected = this.database.count(
-					"SELECT count(DISTINCT key) FROM chaos.effect WHERE NOT key = ANY (?)", (Object) sent.toArray(new Long[0]));
-			long lost = sent.size() - (effects - unexpected);
-			long runs = this.database.count("SELECT count(*) FROM chaos.delivery");
-			long deadLettered = this.database.queues().deadLetters(queue, Object.class).size();
-			System.out.printf("CHAOS scenario=%s sent=%d delivered=%d lost=%d unexpected=%d duplicates=%d faulted=%d "
-					+ "locks_left=%d%n", scenario, sent.size(), effects, lost, unexpected, duplicates,
-					runs - (effects + duplicates), locksLeft);
-			assertThat(duplicates).as("jobs that took effect twice").isZero();
-			assertThat(lost).as("jobs that never took effect").isZero();
-			assertThat(unexpected).as("effects of jobs never sent").isZero();
-			assertThat(deadLettered).as("dead-lettered jobs").isZero();
-			assertThat(locksLeft).as("advisory locks left").isZero();
-			assertThat(runs - effects).as("handler runs rolled back by the faults").isPositive();
+			EffectCount count = EffectCount.of(scenario, this.database, queue, sent);
+			System.out.println(count.line(locksLeft));
+			count.assertPasses(locksLeft);
+			assertThat(count.rolledBack()).as("handler runs rolled back by the faults").isPositive();
 		}
 	}
 

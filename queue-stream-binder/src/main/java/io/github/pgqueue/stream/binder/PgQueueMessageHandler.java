@@ -79,7 +79,13 @@ final class PgQueueMessageHandler extends AbstractMessageHandler implements Life
 						&& messaging.getFailedMessage() != null) ? messaging
 								: new MessageHandlingException(message, "Cannot send to destination '" + this.exchange
 										+ "': " + ex.getMessage(), ex);
-				this.errorChannel.send(new ErrorMessage(failure, message));
+				try {
+					this.errorChannel.send(new ErrorMessage(failure, message));
+				}
+				catch (RuntimeException channelFailure) {
+					// the send's own failure is what the caller must see; the error flow's goes with it
+					ex.addSuppressed(channelFailure);
+				}
 			}
 			throw ex;
 		}

@@ -209,7 +209,9 @@ public final class QueueAdmin {
 		List<QueueInfo> queues = this.jdbc.query(this.sql.queues.with(new QueueSql.None()), (rs, row) -> new QueueInfo(
 				new QueueDefinition(rs.getString("name"), rs.getInt("max_attempts"),
 						Duration.ofMillis(rs.getLong("backoff_initial_ms")), rs.getDouble("backoff_multiplier"),
-						Duration.ofMillis(rs.getLong("backoff_max_ms")), rs.getString("dead_letter_queue")),
+						Duration.ofMillis(rs.getLong("backoff_max_ms")), rs.getString("dead_letter_queue"),
+						(rs.getObject("deduplication_window_ms") != null)
+								? Duration.ofMillis(rs.getLong("deduplication_window_ms")) : null),
 				rs.getBoolean("paused"), null));
 		// stats after the rows are read: each is a statement of its own on the template
 		return queues.stream().map((info) -> info.withStats(this.template.stats(info.definition().name()))).toList();
@@ -294,7 +296,8 @@ public final class QueueAdmin {
 		checkNoDeadLetterCycle(definition);
 		this.jdbc.update(this.sql.upsertQueue.with(new QueueSql.UpsertQueue(definition.name(), definition.maxAttempts(),
 				definition.backoffInitial().toMillis(), definition.backoffMultiplier(),
-				definition.backoffMax().toMillis(), definition.deadLetterQueue())));
+				definition.backoffMax().toMillis(), definition.deadLetterQueue(),
+				windowMillis(definition))));
 	}
 
 	/** Creates or updates an exchange; its bindings become exactly the ones given. */
@@ -445,7 +448,11 @@ public final class QueueAdmin {
 	private static QueueSql.QueueDefinition definition(QueueDefinition definition) {
 		return new QueueSql.QueueDefinition(definition.name(), definition.maxAttempts(),
 				definition.backoffInitial().toMillis(), definition.backoffMultiplier(), definition.backoffMax().toMillis(),
-				definition.deadLetterQueue());
+				definition.deadLetterQueue(), windowMillis(definition));
+	}
+
+	private static Long windowMillis(QueueDefinition definition) {
+		return (definition.deduplicationWindow() != null) ? definition.deduplicationWindow().toMillis() : null;
 	}
 
 	private void requireDeclared(String queue) {

@@ -6,16 +6,21 @@ import java.time.Duration;
 
 /**
  * The policy of one queue, shared by every consumer through the {@code queue} table: how often a
- * message is tried, how long to back off between tries, and where it goes when it runs out.
+ * message is tried, how long to back off between tries, where it goes when it runs out, and how
+ * long a deduplication key is refused after its message completed.
  * @param name the queue
  * @param maxAttempts deliveries before a message is dead-lettered
  * @param backoffInitial back-off after the first failure
  * @param backoffMultiplier factor applied to the back-off after each further failure
  * @param backoffMax the longest back-off
  * @param deadLetterQueue where exhausted messages go; null for {@code <name>.dlq}
+ * @param deduplicationWindow how long after a message with a
+ * {@linkplain SendOptions#deduplicationKey() deduplication key} completed (acked, cancelled, purged
+ * or dead-lettered) a send with the same key is still refused; null for none: the key is refused
+ * only while its message is in the queue
  */
 public record QueueDefinition(String name, int maxAttempts, Duration backoffInitial, double backoffMultiplier,
-		Duration backoffMax, String deadLetterQueue) {
+		Duration backoffMax, String deadLetterQueue, Duration deduplicationWindow) {
 
 	/** The defaults a queue without a definition gets. */
 	public static final int DEFAULT_MAX_ATTEMPTS = 5;
@@ -40,6 +45,10 @@ public record QueueDefinition(String name, int maxAttempts, Duration backoffInit
 			throw new IllegalArgumentException("Queue '" + name + "': back-off multiplier must be at least 1.0, was "
 					+ backoffMultiplier);
 		}
+		if (deduplicationWindow != null && deduplicationWindow.toMillis() < 1) {
+			throw new IllegalArgumentException("Queue '" + name + "': deduplication window must be at least 1 ms, was "
+					+ deduplicationWindow + "; leave it null for none");
+		}
 		if (deadLetterQueue != null) {
 			QueueNames.requireQueue(deadLetterQueue);
 			if (deadLetterQueue.equals(name)) {
@@ -48,27 +57,40 @@ public record QueueDefinition(String name, int maxAttempts, Duration backoffInit
 		}
 	}
 
+	/** A definition without a deduplication window. */
+	public QueueDefinition(String name, int maxAttempts, Duration backoffInitial, double backoffMultiplier,
+			Duration backoffMax, String deadLetterQueue) {
+		this(name, maxAttempts, backoffInitial, backoffMultiplier, backoffMax, deadLetterQueue, null);
+	}
+
 	/** A definition of {@code name} with the defaults. */
 	public static QueueDefinition of(String name) {
 		return new QueueDefinition(name, DEFAULT_MAX_ATTEMPTS, DEFAULT_BACKOFF_INITIAL, DEFAULT_BACKOFF_MULTIPLIER,
-				DEFAULT_BACKOFF_MAX, null);
+				DEFAULT_BACKOFF_MAX, null, null);
 	}
 
 	/** This definition with another max attempts. */
 	public QueueDefinition withMaxAttempts(int maxAttempts) {
 		return new QueueDefinition(this.name, maxAttempts, this.backoffInitial, this.backoffMultiplier,
-				this.backoffMax, this.deadLetterQueue);
+				this.backoffMax, this.deadLetterQueue, this.deduplicationWindow);
 	}
 
 	/** This definition with another back-off. */
 	public QueueDefinition withBackoff(Duration initial, double multiplier, Duration max) {
-		return new QueueDefinition(this.name, this.maxAttempts, initial, multiplier, max, this.deadLetterQueue);
+		return new QueueDefinition(this.name, this.maxAttempts, initial, multiplier, max, this.deadLetterQueue,
+				this.deduplicationWindow);
 	}
 
 	/** This definition with another dead-letter queue. */
 	public QueueDefinition withDeadLetterQueue(String deadLetterQueue) {
 		return new QueueDefinition(this.name, this.maxAttempts, this.backoffInitial, this.backoffMultiplier,
-				this.backoffMax, deadLetterQueue);
+				this.backoffMax, deadLetterQueue, this.deduplicationWindow);
+	}
+
+	/** This definition with another deduplication window; null for none. */
+	public QueueDefinition withDeduplicationWindow(Duration deduplicationWindow) {
+		return new QueueDefinition(this.name, this.maxAttempts, this.backoffInitial, this.backoffMultiplier,
+				this.backoffMax, this.deadLetterQueue, deduplicationWindow);
 	}
 
 	/** The dead-letter queue in effect. */

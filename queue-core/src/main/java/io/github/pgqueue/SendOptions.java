@@ -78,7 +78,9 @@ public final class SendOptions {
 	/**
 	 * The deduplication key, or null: while a message with this key is in the queue (waiting,
 	 * scheduled or being handled), a send with the same key inserts nothing and returns that
-	 * message's id. Acked or dead-lettered, the message no longer holds the key.
+	 * message's id. Acked or dead-lettered, the message no longer holds the key, unless its queue
+	 * has a {@linkplain QueueDefinition#deduplicationWindow() deduplication window}: the key is then
+	 * refused for that long after the message completed, and a refused send returns its id.
 	 */
 	public String deduplicationKey() {
 		return this.deduplicationKey;

@@ -242,7 +242,8 @@ public final class QueueSql {
 
 	/** Parameters of {@code upsert_queue}. */
 	public record UpsertQueue(String name, int maxAttempts, long backoffInitialMs, double backoffMultiplier,
-			long backoffMaxMs, String deadLetterQueue) {
+			long backoffMaxMs, String deadLetterQueue,
+			Long deduplicationWindowMs) {
 	}
 
 	/** Parameters of {@code redrive}. */
@@ -292,7 +293,8 @@ public final class QueueSql {
 
 	/** Parameters of {@code create_queue} and {@code alter_queue}. */
 	public record QueueDefinition(String name, int maxAttempts, long backoffInitialMs, double backoffMultiplier,
-			long backoffMaxMs, String deadLetterQueue) {
+			long backoffMaxMs, String deadLetterQueue,
+			Long deduplicationWindowMs) {
 	}
 
 	/** Parameters of {@code set_paused}. */

@@ -14,9 +14,11 @@ RETURNING id;
 INSERT INTO pgqueue.message (queue, payload) VALUES (:queue, :payload::jsonb) RETURNING id;
 
 -- name: send_deduplicated
--- Inserts unless a message with :deduplication_key is in the queue, and returns the id with whether
--- it was inserted. A message with the key committed by another transaction after this statement's
--- snapshot conflicts but is not seen: no row comes back, and the caller runs the statement again.
+-- Inserts unless a message with :deduplication_key is in the queue, or, in a queue with a
+-- deduplication window, completed within the window (V20), and returns the id (the existing or kept
+-- message's) with whether it was inserted. A message with the key committed by another transaction
+-- after this statement's snapshot conflicts but is not seen: no row comes back, and the caller runs
+-- the statement again.
 WITH inserted AS (
     INSERT INTO pgqueue.message (queue, payload, headers, priority, visible_at, max_attempts,
                                  group_key, deduplication_key)
@@ -28,8 +30,13 @@ WITH inserted AS (
 )
 SELECT id, true AS inserted FROM inserted
 UNION ALL
-SELECT m.id, false FROM pgqueue.message m
- WHERE m.queue = :queue AND m.deduplication_key = :deduplication_key AND NOT EXISTS (SELECT 1 FROM inserted);
+SELECT e.id, false
+  FROM (SELECT COALESCE((SELECT m.id FROM pgqueue.message m
+                          WHERE m.queue = :queue AND m.deduplication_key = :deduplication_key),
+                        (SELECT k.message_id FROM pgqueue.deduplication_key k
+                          WHERE k.queue = :queue AND k.key = :deduplication_key
+                            AND (k.kept_until IS NULL OR k.kept_until >= now()))) AS id) e
+ WHERE e.id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM inserted);
 
 -- name: send_batch
 -- One statement per batch; ids come from one sequence, so sorted ids follow the payloads' order.

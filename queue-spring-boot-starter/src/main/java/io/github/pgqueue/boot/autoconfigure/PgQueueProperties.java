@@ -227,6 +227,13 @@ public class PgQueueProperties {
 		/** Where exhausted messages go; by default the queue's name followed by ".dlq". */
 		private String deadLetterQueue;
 
+		/**
+		 * How long a deduplication key stays refused after its message completed (acked, cancelled,
+		 * purged or dead-lettered); by default none: a key is refused only while its message is in
+		 * the queue.
+		 */
+		private Duration deduplicationWindow;
+
 		public ConsumptionMode getMode() {
 			return this.mode;
 		}
@@ -261,6 +268,14 @@ public class PgQueueProperties {
 
 		public void setDeadLetterQueue(String deadLetterQueue) {
 			this.deadLetterQueue = deadLetterQueue;
+		}
+
+		public Duration getDeduplicationWindow() {
+			return this.deduplicationWindow;
+		}
+
+		public void setDeduplicationWindow(Duration deduplicationWindow) {
+			this.deduplicationWindow = deduplicationWindow;
 		}
 
 	}

@@ -1,5 +1,6 @@
 package io.github.pgqueue.boot.autoconfigure;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -19,8 +20,8 @@ import org.springframework.core.env.Environment;
 final class PgQueuePropertiesValidator {
 
 	/** The properties of one queue under {@code pgqueue.queues.<name>}, in canonical form. */
-	private static final Set<String> QUEUE_PROPERTIES = Set.of("mode", "transaction-timeout", "max-attempts", "backoff", "backoff.initial",
-			"backoff.multiplier", "backoff.max", "dead-letter-queue");
+	private static final List<String> QUEUE_PROPERTIES = List.of("mode", "transaction-timeout", "max-attempts", "backoff",
+			"backoff.initial", "backoff.multiplier", "backoff.max", "dead-letter-queue", "deduplication-window");
 
 	private static final ConfigurationPropertyName QUEUES = ConfigurationPropertyName.of("pgqueue.queues");
 
@@ -57,8 +58,9 @@ final class PgQueuePropertiesValidator {
 							+ rest.substring(0, rest.length() - known.length() - 1) + "]." + known)
 					.orElse("");
 				throw new InvalidConfigurationPropertyValueException(name.toString(), "(set)", "'" + rest
-						+ "' is not a property of queue '" + queue + "' (mode, transaction-timeout, max-attempts, backoff.initial, "
-						+ "backoff.multiplier, backoff.max, dead-letter-queue)" + hint);
+						+ "' is not a property of queue '" + queue + "' ("
+						+ String.join(", ", QUEUE_PROPERTIES.stream().filter((known) -> !known.equals("backoff")).toList())
+						+ ")" + hint);
 			});
 		}
 	}
@@ -169,8 +171,13 @@ final class PgQueuePropertiesValidator {
 						queue.getDeadLetterQueue(), "A queue cannot be its own dead-letter queue");
 			}
 		}
+		Duration window = queue.getDeduplicationWindow();
+		if (window != null && window.toMillis() < 1) {
+			throw new InvalidConfigurationPropertyValueException(prefix + ".deduplication-window", window,
+					"Use a duration of at least 1ms, or leave it out for no window");
+		}
 		return new QueueDefinition(name, queue.getMaxAttempts(), backoff.getInitial(), backoff.getMultiplier(),
-				backoff.getMax(), queue.getDeadLetterQueue());
+				backoff.getMax(), queue.getDeadLetterQueue(), window);
 	}
 
 }

@@ -97,7 +97,8 @@ class PgQueueAutoConfigurationTests {
 		this.runner
 			.withPropertyValues("pgqueue.listener.poll-interval=250ms", "pgqueue.listener.batch-size=50",
 					"pgqueue.listener.concurrency=3", "pgqueue.queues.orders.backoff.initial=2s",
-					"pgqueue.queues.orders.backoff.multiplier=3", "pgqueue.queues.orders.dead-letter-queue=orders-failed")
+					"pgqueue.queues.orders.backoff.multiplier=3", "pgqueue.queues.orders.dead-letter-queue=orders-failed",
+					"pgqueue.queues.orders.deduplication-window=5m")
 			.run((context) -> {
 				PgQueueProperties properties = context.getBean(PgQueueProperties.class);
 				assertThat(properties.getListener().getPollInterval()).isEqualTo(Duration.ofMillis(250));
@@ -106,6 +107,11 @@ class PgQueueAutoConfigurationTests {
 				assertThat(properties.getQueues().get("orders").getBackoff().getInitial()).isEqualTo(Duration.ofSeconds(2));
 				assertThat(properties.getQueues().get("orders").getBackoff().getMultiplier()).isEqualTo(3.0);
 				assertThat(new QueueAdmin(context.getBean(QueueTemplate.class).context()).deadLetterQueueOf("orders")).isEqualTo("orders-failed");
+				assertThat(new QueueAdmin(context.getBean(QueueTemplate.class).context()).list())
+					.filteredOn((queue) -> queue.definition().name().equals("orders"))
+					.singleElement()
+					.satisfies((queue) -> assertThat(queue.definition().deduplicationWindow())
+						.isEqualTo(Duration.ofMinutes(5)));
 			});
 	}
 
@@ -166,6 +172,10 @@ class PgQueueAutoConfigurationTests {
 			.contains("pgqueue.queues.emails.mode"));
 		this.runner.withPropertyValues("pgqueue.queues.emails.transaction-timeout=0s").run((context) -> assertThat(failureMessages(context))
 			.contains("pgqueue.queues.emails.transaction-timeout"));
+		this.runner.withPropertyValues("pgqueue.queues.emails.deduplication-window=-5m").run((context) -> assertThat(failureMessages(context))
+			.contains("pgqueue.queues.emails.deduplication-window").contains("at least 1ms"));
+		this.runner.withPropertyValues("pgqueue.queues.emails.deduplication-window=five minutes").run((context) -> assertThat(failureMessages(context))
+			.contains("pgqueue.queues.emails.deduplication-window"));
 	}
 
 	static class Listeners {

@@ -1,0 +1,247 @@
+package io.github.pgqueue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import javax.sql.DataSource;
+
+import io.github.pgqueue.internal.ConsumerSession;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.PostgresExtension;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.support.JdbcTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
+
+/**
+ * Deduplication windows: a key is refused for the queue's window after its message completed, by
+ * every way a message completes, under concurrent senders and consumers.
+ */
+@ExtendWith(PostgresExtension.class)
+class DeduplicationWindowIntegrationTests {
+
+	private final DataSource dataSource = EmbeddedPostgres.get().dataSource();
+
+	private final JdbcTemplate jdbc = new JdbcTemplate(this.dataSource);
+
+	private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+
+	private final QueueTemplate template = new QueueTemplate(
+			QueueContext.builder(this.dataSource).meterRegistry(this.meters).build());
+
+	private final QueueAdmin admin = new QueueAdmin(this.template.context());
+
+	private static SendOptions key(String key) {
+		return SendOptions.builder().deduplicationKey(key).build();
+	}
+
+	private void window(String queue, Duration window) {
+		this.admin.declare(QueueDefinition.of(queue).withDeduplicationWindow(window));
+	}
+
+	@Test
+	void anAckedMessagesKeyIsRefusedUntilTheWindowEnds() {
+		window("orders", Duration.ofHours(1));
+		long first = this.template.send("orders", "a", key("order-17"));
+		ack("orders", 1);
+
+		assertThat(this.template.send("orders", "b", key("order-17"))).as("the completed message's id").isEqualTo(first);
+		assertThat(this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = 'orders'", Long.class))
+			.isZero();
+		assertThat(this.meters.get("pgqueue.messages.sent").tag("queue", "orders").counter().count())
+			.as("only the send that inserted").isEqualTo(1);
+
+		this.jdbc.update("UPDATE pgqueue.deduplication_key SET kept_until = now() - interval '1 second'");
+		long second = this.template.send("orders", "c", key("order-17"));
+		assertThat(second).as("free again once the window passed").isNotEqualTo(first);
+		assertThat(this.template.send("orders", "d", key("order-17"))).as("held by the new message").isEqualTo(second);
+	}
+
+	@Test
+	void cancelledPurgedAndDeadLetteredMessagesKeepTheirKeys() {
+		window("jobs", Duration.ofHours(1));
+		long cancelled = this.template.send("jobs", "a", key("cancelled"));
+		assertThat(this.template.cancel("jobs", cancelled)).isEqualTo(CancelResult.REMOVED);
+		long purged = this.template.send("jobs", "b", key("purged"));
+		assertThat(this.admin.purge("jobs", QueueAdmin.Purge.ALL)).isEqualTo(1);
+		long deadLettered = this.template.send("jobs", "c", key("dead"));
+		try (ConsumerSession session = this.template.context().openSession()) {
+			ConsumerSession.Claim claim = session.claim("jobs", 10);
+			session.deadLetter(List.of(ConsumerSession.DeadLetter.of(claim.messages().get(0), "no")));
+		}
+
+		assertThat(this.template.send("jobs", "x", key("cancelled"))).isEqualTo(cancelled);
+		assertThat(this.template.send("jobs", "y", key("purged"))).isEqualTo(purged);
+		assertThat(this.template.send("jobs", "z", key("dead"))).isEqualTo(deadLettered);
+		assertThat(this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = 'jobs'", Long.class))
+			.isZero();
+	}
+
+	@Test
+	void aQueueWithoutAWindowFreesTheKeyOnCompletionAsBefore() {
+		this.admin.declare(QueueDefinition.of("plain"));
+		long first = this.template.send("plain", "a", key("k"));
+		ack("plain", 1);
+		assertThat(this.template.send("plain", "b", key("k"))).isNotEqualTo(first);
+		assertThat(this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.deduplication_key", Long.class)).isZero();
+	}
+
+	@Test
+	void aRolledBackSendLeavesTheKeyFree() {
+		window("tx", Duration.ofHours(1));
+		TransactionTemplate transactions = new TransactionTemplate(new JdbcTransactionManager(this.dataSource));
+		transactions.executeWithoutResult((status) -> {
+			this.template.send("tx", "a", key("k"));
+			status.setRollbackOnly();
+		});
+		long sent = this.template.send("tx", "b", key("k"));
+		assertThat(this.jdbc.queryForObject("SELECT payload #>> '{}' FROM pgqueue.message WHERE id = ?", String.class,
+				sent)).isEqualTo("b");
+	}
+
+	/**
+	 * Eight threads send the same keys over and over while two consumers ack what arrives: with a
+	 * window longer than the test, each key is inserted once. Without one, an acked key is free and
+	 * is sent again (the test fails if the window is left out of the declaration).
+	 */
+	@Test
+	void eightSendersAndTwoConsumersInsertEachKeyOnce() throws Exception {
+		window("race", Duration.ofHours(1));
+		int keys = 200;
+		Map<String, Set<Long>> idsByKey = new ConcurrentHashMap<>();
+		AtomicBoolean sending = new AtomicBoolean(true);
+		AtomicInteger acked = new AtomicInteger();
+		ExecutorService threads = Executors.newFixedThreadPool(10);
+		CountDownLatch start = new CountDownLatch(1);
+		List<Future<?>> senders = new ArrayList<>();
+		for (int t = 0; t < 8; t++) {
+			int offset = t * 25;
+			senders.add(threads.submit(() -> {
+				start.await();
+				for (int round = 0; round < 5; round++) {
+					for (int i = 0; i < keys; i++) {
+						String k = "k" + ((i + offset) % keys);
+						long id = this.template.send("race", k, key(k));
+						idsByKey.computeIfAbsent(k, (x) -> ConcurrentHashMap.newKeySet()).add(id);
+					}
+				}
+				return null;
+			}));
+		}
+		List<Future<?>> consumers = new ArrayList<>();
+		for (int c = 0; c < 2; c++) {
+			consumers.add(threads.submit(() -> {
+				start.await();
+				try (ConsumerSession session = this.template.context().openSession()) {
+					while (sending.get() || this.jdbc.queryForObject(
+							"SELECT count(*) FROM pgqueue.message WHERE queue = 'race'", Long.class) > 0) {
+						ConsumerSession.Claim claim = session.claim("race", 10);
+						List<Long> ids = claim.messages().stream().map((m) -> m.id()).toList();
+						if (!ids.isEmpty()) {
+							session.ack(ids);
+							acked.addAndGet(ids.size());
+						}
+					}
+				}
+				return null;
+			}));
+		}
+		start.countDown();
+		for (Future<?> sender : senders) {
+			sender.get(120, TimeUnit.SECONDS);
+		}
+		sending.set(false);
+		for (Future<?> consumer : consumers) {
+			consumer.get(60, TimeUnit.SECONDS);
+		}
+		threads.shutdown();
+
+		assertThat(acked.get()).as("each key delivered once").isEqualTo(keys);
+		assertThat(idsByKey).hasSize(keys);
+		idsByKey.forEach((k, ids) -> assertThat(ids).as("ids returned for %s", k).hasSize(1));
+		assertThat(this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.deduplication_key WHERE queue = 'race' "
+				+ "AND kept_until > now()", Long.class)).isEqualTo(keys);
+	}
+
+	@Test
+	void expiredKeysAreDeletedByLaterCompletionsThroughTheIndex() {
+		window("expiring", Duration.ofHours(1));
+		for (int i = 0; i < 20; i++) {
+			this.template.send("expiring", i, key("old-" + i));
+		}
+		ack("expiring", 20);
+		this.jdbc.update("UPDATE pgqueue.deduplication_key SET kept_until = now() - interval '1 second'");
+		long scansBefore = sequentialScans();
+
+		for (int i = 0; i < 10; i++) {
+			this.template.send("expiring", i, key("new-" + i));
+		}
+		ack("expiring", 10);
+
+		assertThat(this.jdbc.queryForList("SELECT key FROM pgqueue.deduplication_key ORDER BY key", String.class))
+			.as("each completion deletes two expired keys").hasSize(10).allMatch((k) -> k.startsWith("new-"));
+		assertThat(sequentialScans()).as("no sequential scan of the kept keys").isEqualTo(scansBefore);
+	}
+
+	@Test
+	void theWindowIsPartOfTheDefinitionAndCanBeRemoved() {
+		window("listed", Duration.ofMinutes(5));
+		assertThat(this.admin.list()).filteredOn((q) -> q.definition().name().equals("listed"))
+			.singleElement()
+			.satisfies((q) -> assertThat(q.definition().deduplicationWindow()).isEqualTo(Duration.ofMinutes(5)));
+		long first = this.template.send("listed", "a", key("k"));
+		this.admin.alter(QueueDefinition.of("listed"));
+		ack("listed", 1);
+		assertThat(this.template.send("listed", "b", key("k"))).as("no window any more").isNotEqualTo(first);
+		assertThat(this.admin.list()).filteredOn((q) -> q.definition().name().equals("listed"))
+			.singleElement()
+			.satisfies((q) -> assertThat(q.definition().deduplicationWindow()).isNull());
+	}
+
+	@Test
+	void aWindowShorterThanAMillisecondIsRefusedSayingSo() {
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> QueueDefinition.of("q").withDeduplicationWindow(Duration.ofNanos(10)))
+			.withMessage("Queue 'q': deduplication window must be at least 1 ms, was PT0.00000001S; leave it null "
+					+ "for none");
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> QueueDefinition.of("q").withDeduplicationWindow(Duration.ofMinutes(-5)))
+			.withMessageContaining("was PT-5M");
+	}
+
+	private void ack(String queue, int count) {
+		try (ConsumerSession session = this.template.context().openSession()) {
+			int acked = 0;
+			while (acked < count) {
+				List<Long> ids = session.claim(queue, count - acked).messages().stream().map((m) -> m.id()).toList();
+				assertThat(ids).as("messages left to ack in %s", queue).isNotEmpty();
+				session.ack(ids);
+				acked += ids.size();
+			}
+		}
+	}
+
+	private long sequentialScans() {
+		this.jdbc.execute("SELECT pg_stat_clear_snapshot()");
+		return this.jdbc.queryForObject(
+				"SELECT seq_scan FROM pg_stat_user_tables WHERE relid = 'pgqueue.deduplication_key'::regclass", Long.class);
+	}
+
+}

@@ -146,7 +146,9 @@
       var p = data.policy;
       var rows = p ? [['max attempts', p.maxAttempts],
         ['back-off', p.backoffInitialMs + ' ms × ' + p.backoffMultiplier + ', at most ' + p.backoffMaxMs + ' ms'],
-        ['dead-letter queue', p.deadLetterQueue], ['declared', time(p.updatedAt)]]
+        ['dead-letter queue', p.deadLetterQueue],
+        ['deduplication window', p.deduplicationWindowMs == null ? 'none' : p.deduplicationWindowMs + ' ms'],
+        ['declared', time(p.updatedAt)]]
         : [['policy', 'not declared (defaults apply)']];
       rows.push(['messages', data.total]);
       rows.forEach(function (r) { policy.appendChild(el('dt', { text: r[0] })); policy.appendChild(el('dd', { text: String(r[1]) })); });

@@ -52,6 +52,8 @@ public class PgQueueEndpoint {
 			queue.put("oldestReadyAge", stats.oldestReadyAge().toString());
 			queue.put("maxAttempts", info.definition().maxAttempts());
 			queue.put("deadLetterQueue", info.definition().effectiveDeadLetterQueue());
+			queue.put("deduplicationWindow", (info.definition().deduplicationWindow() != null)
+					? info.definition().deduplicationWindow().toString() : null);
 			queues.put(info.definition().name(), queue);
 		}
 		Map<String, Object> listeners = new LinkedHashMap<>();

@@ -29,7 +29,8 @@ class PgQueueEndpointTests {
 		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, PgQueueAutoConfiguration.class))
 		.withBean(Mailer.class)
 		.withPropertyValues("spring.datasource.url=" + this.postgres.jdbcUrl(),
-				"spring.datasource.username=" + this.postgres.username(), "pgqueue.queues.endpoint-mail.max-attempts=4");
+				"spring.datasource.username=" + this.postgres.username(), "pgqueue.queues.endpoint-mail.max-attempts=4",
+				"pgqueue.queues.endpoint-mail.deduplication-window=10m");
 
 	static class Mailer {
 
@@ -53,7 +54,8 @@ class PgQueueEndpointTests {
 			Map<String, Object> queue = (Map<String, Object>) ((Map<String, Object>) read.get("queues"))
 				.get("endpoint-mail");
 			assertThat(queue).containsEntry("maxAttempts", 4).containsEntry("paused", false)
-				.containsEntry("deadLetterQueue", "endpoint-mail.dlq");
+				.containsEntry("deadLetterQueue", "endpoint-mail.dlq")
+				.containsEntry("deduplicationWindow", "PT10M");
 			Map<String, Object> listener = (Map<String, Object>) ((Map<String, Object>) read.get("listeners"))
 				.get("mailer");
 			assertThat(listener).containsEntry("state", "running").containsEntry("queues", List.of("endpoint-mail"));

@@ -46,25 +46,8 @@ public final class QueueAdmin {
 
 	private final RecordedRemovals removals;
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 	/** Runs a revoke's statements in one transaction (joining the caller's, if any). */
 	private final TransactionTemplate accessChange;
-
 
 	/** Administration of the queues of {@code context}'s schema. */
 	public QueueAdmin(QueueContext context) {
@@ -86,6 +69,9 @@ public final class QueueAdmin {
 		if (inserted == 0) {
 			throw new IllegalStateException("Queue '" + definition.name() + "' already exists; change it with alter");
 		}
+		if (definition.retention() != null) {
+			upkeepArchive();
+		}
 	}
 
 	/**
@@ -97,6 +83,9 @@ public final class QueueAdmin {
 		int updated = this.jdbc.update(this.sql.alterQueue.with(definition(definition)));
 		if (updated == 0) {
 			throw new IllegalStateException("Queue '" + definition.name() + "' does not exist; create it first");
+		}
+		if (definition.retention() != null) {
+			upkeepArchive();
 		}
 	}
 
@@ -210,8 +199,7 @@ public final class QueueAdmin {
 				new QueueDefinition(rs.getString("name"), rs.getInt("max_attempts"),
 						Duration.ofMillis(rs.getLong("backoff_initial_ms")), rs.getDouble("backoff_multiplier"),
 						Duration.ofMillis(rs.getLong("backoff_max_ms")), rs.getString("dead_letter_queue"),
-						(rs.getObject("deduplication_window_ms") != null)
-								? Duration.ofMillis(rs.getLong("deduplication_window_ms")) : null),
+						duration(rs, "deduplication_window_ms"), duration(rs, "retention_ms")),
 				rs.getBoolean("paused"), null));
 		// stats after the rows are read: each is a statement of its own on the template
 		return queues.stream().map((info) -> info.withStats(this.template.stats(info.definition().name()))).toList();
@@ -297,7 +285,10 @@ public final class QueueAdmin {
 		this.jdbc.update(this.sql.upsertQueue.with(new QueueSql.UpsertQueue(definition.name(), definition.maxAttempts(),
 				definition.backoffInitial().toMillis(), definition.backoffMultiplier(),
 				definition.backoffMax().toMillis(), definition.deadLetterQueue(),
-				windowMillis(definition))));
+				millis(definition.deduplicationWindow()), millis(definition.retention()))));
+		if (definition.retention() != null) {
+			upkeepArchive();
+		}
 	}
 
 	/** Creates or updates an exchange; its bindings become exactly the ones given. */
@@ -448,11 +439,24 @@ public final class QueueAdmin {
 	private static QueueSql.QueueDefinition definition(QueueDefinition definition) {
 		return new QueueSql.QueueDefinition(definition.name(), definition.maxAttempts(),
 				definition.backoffInitial().toMillis(), definition.backoffMultiplier(), definition.backoffMax().toMillis(),
-				definition.deadLetterQueue(), windowMillis(definition));
+				definition.deadLetterQueue(), millis(definition.deduplicationWindow()), millis(definition.retention()));
 	}
 
-	private static Long windowMillis(QueueDefinition definition) {
-		return (definition.deduplicationWindow() != null) ? definition.deduplicationWindow().toMillis() : null;
+	private static Long millis(Duration duration) {
+		return (duration != null) ? duration.toMillis() : null;
+	}
+
+	/**
+	 * Creates the archive's partitions for the retentions now declared, so that archived messages
+	 * land in their day's partition from the first one on, and drops the expired ones.
+	 */
+	private void upkeepArchive() {
+		new MessageArchive(this.context).upkeep();
+	}
+
+	private static Duration duration(java.sql.ResultSet rs, String column) throws java.sql.SQLException {
+		long millis = rs.getLong(column);
+		return rs.wasNull() ? null : Duration.ofMillis(millis);
 	}
 
 	private void requireDeclared(String queue) {

@@ -6,8 +6,9 @@ import java.time.Duration;
 
 /**
  * The policy of one queue, shared by every consumer through the {@code queue} table: how often a
- * message is tried, how long to back off between tries, where it goes when it runs out, and how
- * long a deduplication key is refused after its message completed.
+ * message is tried, how long to back off between tries, where it goes when it runs out, how long
+ * a deduplication key is refused after its message completed, and how long completed messages are
+ * archived.
  * @param name the queue
  * @param maxAttempts deliveries before a message is dead-lettered
  * @param backoffInitial back-off after the first failure
@@ -18,9 +19,11 @@ import java.time.Duration;
  * {@linkplain SendOptions#deduplicationKey() deduplication key} completed (acked, cancelled, purged
  * or dead-lettered) a send with the same key is still refused; null for none: the key is refused
  * only while its message is in the queue
+ * @param retention how long a message that completed in the queue (acked, cancelled, purged or
+ * dead-lettered from it) is kept in the archive ({@link MessageArchive}); null for none
  */
 public record QueueDefinition(String name, int maxAttempts, Duration backoffInitial, double backoffMultiplier,
-		Duration backoffMax, String deadLetterQueue, Duration deduplicationWindow) {
+		Duration backoffMax, String deadLetterQueue, Duration deduplicationWindow, Duration retention) {
 
 	/** The defaults a queue without a definition gets. */
 	public static final int DEFAULT_MAX_ATTEMPTS = 5;
@@ -49,6 +52,10 @@ public record QueueDefinition(String name, int maxAttempts, Duration backoffInit
 			throw new IllegalArgumentException("Queue '" + name + "': deduplication window must be at least 1 ms, was "
 					+ deduplicationWindow + "; leave it null for none");
 		}
+		if (retention != null && retention.toMillis() < 1) {
+			throw new IllegalArgumentException("Queue '" + name + "': retention must be at least 1 ms, was " + retention
+					+ "; leave it null for none");
+		}
 		if (deadLetterQueue != null) {
 			QueueNames.requireQueue(deadLetterQueue);
 			if (deadLetterQueue.equals(name)) {
@@ -57,40 +64,47 @@ public record QueueDefinition(String name, int maxAttempts, Duration backoffInit
 		}
 	}
 
-	/** A definition without a deduplication window. */
+	/** A definition without a deduplication window or retention. */
 	public QueueDefinition(String name, int maxAttempts, Duration backoffInitial, double backoffMultiplier,
 			Duration backoffMax, String deadLetterQueue) {
-		this(name, maxAttempts, backoffInitial, backoffMultiplier, backoffMax, deadLetterQueue, null);
+		this(name, maxAttempts, backoffInitial, backoffMultiplier, backoffMax, deadLetterQueue, null, null);
 	}
 
 	/** A definition of {@code name} with the defaults. */
 	public static QueueDefinition of(String name) {
 		return new QueueDefinition(name, DEFAULT_MAX_ATTEMPTS, DEFAULT_BACKOFF_INITIAL, DEFAULT_BACKOFF_MULTIPLIER,
-				DEFAULT_BACKOFF_MAX, null, null);
+				DEFAULT_BACKOFF_MAX, null, null, null);
 	}
 
 	/** This definition with another max attempts. */
 	public QueueDefinition withMaxAttempts(int maxAttempts) {
 		return new QueueDefinition(this.name, maxAttempts, this.backoffInitial, this.backoffMultiplier,
-				this.backoffMax, this.deadLetterQueue, this.deduplicationWindow);
+				this.backoffMax, this.deadLetterQueue, this.deduplicationWindow,
+				this.retention);
 	}
 
 	/** This definition with another back-off. */
 	public QueueDefinition withBackoff(Duration initial, double multiplier, Duration max) {
 		return new QueueDefinition(this.name, this.maxAttempts, initial, multiplier, max, this.deadLetterQueue,
-				this.deduplicationWindow);
+				this.deduplicationWindow, this.retention);
 	}
 
 	/** This definition with another dead-letter queue. */
 	public QueueDefinition withDeadLetterQueue(String deadLetterQueue) {
 		return new QueueDefinition(this.name, this.maxAttempts, this.backoffInitial, this.backoffMultiplier,
-				this.backoffMax, deadLetterQueue, this.deduplicationWindow);
+				this.backoffMax, deadLetterQueue, this.deduplicationWindow, this.retention);
 	}
 
 	/** This definition with another deduplication window; null for none. */
 	public QueueDefinition withDeduplicationWindow(Duration deduplicationWindow) {
 		return new QueueDefinition(this.name, this.maxAttempts, this.backoffInitial, this.backoffMultiplier,
-				this.backoffMax, this.deadLetterQueue, deduplicationWindow);
+				this.backoffMax, this.deadLetterQueue, deduplicationWindow, this.retention);
+	}
+
+	/** This definition with another retention; null for none. */
+	public QueueDefinition withRetention(Duration retention) {
+		return new QueueDefinition(this.name, this.maxAttempts, this.backoffInitial, this.backoffMultiplier,
+				this.backoffMax, this.deadLetterQueue, this.deduplicationWindow, retention);
 	}
 
 	/** The dead-letter queue in effect. */

@@ -413,7 +413,7 @@ public final class QueueTemplate implements QueueOperations {
 				+ "once space is freed and the server runs";
 	}
 
-	private void sent(String queue, int count) {
+	void sent(String queue, int count) {
 		this.sentCounters.computeIfAbsent(queue, (name) -> Counter.builder("pgqueue.messages.sent")
 			.description("Messages sent")
 			.tag("queue", name)

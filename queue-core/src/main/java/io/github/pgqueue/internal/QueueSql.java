@@ -243,7 +243,7 @@ public final class QueueSql {
 	/** Parameters of {@code upsert_queue}. */
 	public record UpsertQueue(String name, int maxAttempts, long backoffInitialMs, double backoffMultiplier,
 			long backoffMaxMs, String deadLetterQueue,
-			Long deduplicationWindowMs) {
+			Long deduplicationWindowMs, Long retentionMs) {
 	}
 
 	/** Parameters of {@code redrive}. */
@@ -294,7 +294,7 @@ public final class QueueSql {
 	/** Parameters of {@code create_queue} and {@code alter_queue}. */
 	public record QueueDefinition(String name, int maxAttempts, long backoffInitialMs, double backoffMultiplier,
 			long backoffMaxMs, String deadLetterQueue,
-			Long deduplicationWindowMs) {
+			Long deduplicationWindowMs, Long retentionMs) {
 	}
 
 	/** Parameters of {@code set_paused}. */
@@ -332,6 +332,21 @@ public final class QueueSql {
 	public final NamedStatement<QueueDefinition> createQueue;
 
 	public final NamedStatement<QueueDefinition> alterQueue;
+
+	/** Parameters of {@code archived}: null for a condition not asked. */
+	public record Archived(String queue, Long id, String headerName, String headerValue, java.time.Instant completedFrom,
+			java.time.Instant completedBefore, int max) {
+	}
+
+	/** Parameters of {@code resend_archived}. */
+	public record ResendArchived(String queue, long id) {
+	}
+
+	public final NamedStatement<None> archiveUpkeep;
+
+	public final NamedStatement<Archived> archived;
+
+	public final NamedStatement<ResendArchived> resendArchived;
 
 	public final NamedStatement<Queue> dropQueue;
 
@@ -434,6 +449,9 @@ public final class QueueSql {
 		this.declaredQueues = NamedStatement.load(s, "admin", "declared_queues", None.class);
 		this.createQueue = NamedStatement.load(s, "admin", "create_queue", QueueDefinition.class);
 		this.alterQueue = NamedStatement.load(s, "admin", "alter_queue", QueueDefinition.class);
+		this.archiveUpkeep = NamedStatement.load(s, "admin", "archive_upkeep", None.class);
+		this.archived = NamedStatement.load(s, "admin", "archived", Archived.class);
+		this.resendArchived = NamedStatement.load(s, "admin", "resend_archived", ResendArchived.class);
 		this.dropQueue = NamedStatement.load(s, "admin", "drop_queue", Queue.class);
 		this.setPaused = NamedStatement.load(s, "admin", "set_paused", SetPaused.class);
 		this.wake = NamedStatement.load(s, "admin", "wake", Wake.class);

@@ -153,21 +153,21 @@ class AdminStatementsIntegrationTests {
 		Connection connection = this.connections.open();
 
 		assertThat(update(connection, this.sql.upsertQueue, new QueueSql.UpsertQueue("up", 3, 100, 1.5, 5000,
-				"up-dead", null))).isEqualTo(1);
+				"up-dead", null, null))).isEqualTo(1);
 		assertThat(queue("up")).containsExactly(entry("name", "up"), entry("max_attempts", 3),
 				entry("backoff_initial_ms", 100L), entry("backoff_multiplier", 1.5), entry("backoff_max_ms", 5000L),
 				entry("dead_letter_queue", "up-dead"), entry("paused", false), entry("recently_updated", true));
 
 		this.jdbc.update("UPDATE pgqueue.queue SET paused = true, updated_at = now() - interval '1 hour'");
 		assertThat(update(connection, this.sql.upsertQueue, new QueueSql.UpsertQueue("up", 7, 200, 2.5, 9000, null,
-				60000L)))
+				60000L, 3600000L)))
 			.isEqualTo(1);
 		assertThat(queue("up")).as("the policy replaced, the pause kept").containsExactly(entry("name", "up"),
 				entry("max_attempts", 7), entry("backoff_initial_ms", 200L), entry("backoff_multiplier", 2.5),
 				entry("backoff_max_ms", 9000L), entry("dead_letter_queue", null), entry("paused", true),
 				entry("recently_updated", true));
-		assertThat(this.jdbc.queryForObject("SELECT deduplication_window_ms FROM pgqueue.queue WHERE name = 'up'",
-				Long.class)).isEqualTo(60000L);
+		assertThat(this.jdbc.queryForList("SELECT deduplication_window_ms, retention_ms FROM pgqueue.queue WHERE name = 'up'"))
+			.containsExactly(Map.of("deduplication_window_ms", 60000L, "retention_ms", 3600000L));
 	}
 
 	@Test
@@ -522,6 +522,7 @@ class AdminStatementsIntegrationTests {
 				"GRANT SELECT ON pgqueue.queue TO \"Stmt Reader\"", "GRANT SELECT ON pgqueue.setting TO \"Stmt Reader\"",
 				"GRANT SELECT, INSERT, UPDATE, DELETE ON pgqueue.holding TO \"Stmt Reader\"",
 				"GRANT SELECT ON pgqueue.deduplication_key TO \"Stmt Reader\"",
+				"GRANT SELECT, INSERT ON pgqueue.archive TO \"Stmt Reader\"",
 				"GRANT USAGE ON SEQUENCE pgqueue.message_id_seq TO \"Stmt Reader\"",
 				"GRANT USAGE ON SEQUENCE pgqueue.holding_session_seq TO \"Stmt Reader\"");
 		for (Map<String, Object> row : rows) {
@@ -690,7 +691,7 @@ class AdminStatementsIntegrationTests {
 	}
 
 	private static QueueSql.QueueDefinition definition(String name, int maxAttempts, String deadLetterQueue) {
-		return new QueueSql.QueueDefinition(name, maxAttempts, 100, 1.5, 5000, deadLetterQueue, null);
+		return new QueueSql.QueueDefinition(name, maxAttempts, 100, 1.5, 5000, deadLetterQueue, null, null);
 	}
 
 	/** Queue {@code name}'s definition, and whether it was updated in the last minute; null if none. */

@@ -36,9 +36,9 @@ SELECT (SELECT count(*) FROM pgqueue.message WHERE queue = :queue AND visible_at
 
 -- name: upsert_queue
 INSERT INTO pgqueue.queue AS q (name, max_attempts, backoff_initial_ms, backoff_multiplier,
-                                backoff_max_ms, dead_letter_queue, deduplication_window_ms)
+                                backoff_max_ms, dead_letter_queue, deduplication_window_ms, retention_ms)
 VALUES (:name, :max_attempts, :backoff_initial_ms, :backoff_multiplier, :backoff_max_ms, :dead_letter_queue,
-        :deduplication_window_ms)
+        :deduplication_window_ms, :retention_ms)
 ON CONFLICT (name) DO UPDATE
    SET max_attempts = excluded.max_attempts,
        backoff_initial_ms = excluded.backoff_initial_ms,
@@ -46,6 +46,7 @@ ON CONFLICT (name) DO UPDATE
        backoff_max_ms = excluded.backoff_max_ms,
        dead_letter_queue = excluded.dead_letter_queue,
        deduplication_window_ms = excluded.deduplication_window_ms,
+       retention_ms = excluded.retention_ms,
        updated_at = now();
 
 -- name: redrive
@@ -117,9 +118,9 @@ SELECT COALESCE(dead_letter_queue, pgqueue.default_dead_letter_queue(name)) FROM
 -- name: create_queue
 -- Inserts a queue's definition unless the queue exists: no row is changed then.
 INSERT INTO pgqueue.queue (name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms,
-                           dead_letter_queue, deduplication_window_ms)
+                           dead_letter_queue, deduplication_window_ms, retention_ms)
 VALUES (:name, :max_attempts, :backoff_initial_ms, :backoff_multiplier, :backoff_max_ms, :dead_letter_queue,
-        :deduplication_window_ms)
+        :deduplication_window_ms, :retention_ms)
 ON CONFLICT (name) DO NOTHING;
 
 -- name: alter_queue
@@ -128,7 +129,7 @@ UPDATE pgqueue.queue
    SET max_attempts = :max_attempts, backoff_initial_ms = :backoff_initial_ms,
        backoff_multiplier = :backoff_multiplier, backoff_max_ms = :backoff_max_ms,
        dead_letter_queue = :dead_letter_queue, deduplication_window_ms = :deduplication_window_ms,
-       updated_at = now()
+       retention_ms = :retention_ms, updated_at = now()
  WHERE name = :name;
 
 -- name: drop_queue
@@ -151,7 +152,7 @@ SELECT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue) AS declared;
 -- name: queues
 -- Every declared queue with its policy, by name.
 SELECT name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, dead_letter_queue,
-       deduplication_window_ms, paused
+       deduplication_window_ms, retention_ms, paused
   FROM pgqueue.queue
  ORDER BY name;
 
@@ -193,7 +194,8 @@ SELECT format(t, :schema::text, :role::text) AS statement FROM (VALUES
     ('GRANT SELECT ON %1$I.queue TO %2$I'),
     ('GRANT SELECT ON %1$I.setting TO %2$I'),
     ('GRANT SELECT, INSERT, UPDATE, DELETE ON %1$I.holding TO %2$I'),
-    ('GRANT SELECT ON %1$I.deduplication_key TO %2$I')) AS s(t)
+    ('GRANT SELECT ON %1$I.deduplication_key TO %2$I'),
+    ('GRANT SELECT, INSERT ON %1$I.archive TO %2$I')) AS s(t)
 UNION ALL
 SELECT format('GRANT USAGE ON SEQUENCE %s TO %I',
               pg_get_serial_sequence(format('%I.' || t.name, :schema::text), t.id), :role::text)
@@ -233,3 +235,35 @@ SELECT pgqueue.record_removal(:removal::xid8) AS recorded;
 
 -- name: current_transaction
 SELECT pg_current_xact_id()::text AS xid;
+
+-- name: archive_upkeep
+-- Creates the archive's partitions ahead and drops the expired ones (V23).
+SELECT created, dropped FROM pgqueue.archive_upkeep(now());
+
+-- name: archived
+-- Archived messages matching every condition given (a null one matches all), newest completion
+-- first; expired rows whose partition is not dropped yet are left out.
+SELECT a.id, a.queue, a.outcome, a.payload::text AS payload, a.headers::text AS headers, a.priority, a.attempts,
+       a.max_attempts, a.group_key, a.deduplication_key, a.last_error, a.created_at, a.completed_at, a.expires_at
+  FROM pgqueue.archive a
+ WHERE (:queue::text IS NULL OR a.queue = :queue)
+   AND (:id::bigint IS NULL OR a.id = :id)
+   AND (:header_name::text IS NULL OR a.headers ->> :header_name = :header_value)
+   AND (:completed_from::timestamptz IS NULL OR a.completed_at >= :completed_from)
+   AND (:completed_before::timestamptz IS NULL OR a.completed_at < :completed_before)
+   AND a.expires_at > now()
+ ORDER BY a.completed_at DESC, a.id DESC
+ LIMIT :max;
+
+-- name: resend_archived
+-- Sends the newest archived copy of message :id of :queue to that queue again, as a new message
+-- with the same body, headers (and pgqueue-resent-from), priority, max attempts and FIFO group;
+-- no row if there is none.
+INSERT INTO pgqueue.message (queue, payload, headers, priority, max_attempts, group_key)
+SELECT a.queue, a.payload, a.headers || jsonb_build_object('pgqueue-resent-from', a.id::text), a.priority,
+       a.max_attempts, a.group_key
+  FROM pgqueue.archive a
+ WHERE a.queue = :queue AND a.id = :id AND a.expires_at > now()
+ ORDER BY a.completed_at DESC
+ LIMIT 1
+RETURNING id;

@@ -638,11 +638,20 @@ SELECT l.id,
 -- (unlock_at_commit, V13), so no claim can lock the row before the delete commits; a claim whose
 -- snapshot predates that commit can still lock it after, and its re-check then finds it gone. The
 -- ids leave the session's holding row, the others keep their order (the first of messages handed
--- out in turn is the one a handler has).
+-- out in turn is the one a handler has). A queue with a retention archives them (V23), this
+-- attempt counted (attempts holds the ended ones).
 WITH acked AS (
-    DELETE FROM pgqueue.message
-     WHERE id = ANY(:ids) AND (queue = :queue) IS TRUE AND pg_backend_pid() = :pid
-    RETURNING id, pgqueue.unlock_at_commit(:namespace, id::bit(32)::int4) AS unlocked
+    DELETE FROM pgqueue.message m
+     WHERE m.id = ANY(:ids) AND (m.queue = :queue) IS TRUE AND pg_backend_pid() = :pid
+    RETURNING m.id, pgqueue.unlock_at_commit(:namespace, m.id::bit(32)::int4) AS unlocked, m.payload, m.headers,
+              m.priority, m.attempts, m.max_attempts, m.group_key, m.deduplication_key, m.last_error, m.created_at
+),
+archived AS (
+    INSERT INTO pgqueue.archive (id, queue, outcome, payload, headers, priority, attempts, max_attempts, group_key,
+                                 deduplication_key, last_error, created_at, expires_at)
+    SELECT a.id, :queue, 'acked', a.payload, a.headers, a.priority, a.attempts + 1, a.max_attempts, a.group_key,
+           a.deduplication_key, a.last_error, a.created_at, now() + q.retention_ms * interval '1 millisecond'
+      FROM acked a JOIN pgqueue.queue q ON q.name = :queue AND q.retention_ms IS NOT NULL
 ),
 unheld AS (
     UPDATE pgqueue.holding h

@@ -14,6 +14,7 @@ import java.util.function.Supplier;
 import javax.sql.DataSource;
 
 import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.MessageArchive;
 import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ListenerMetrics;
@@ -322,8 +323,9 @@ public class QueueListenerEndpointRegistry implements SmartLifecycle {
 		this.notifyThread = new Thread(this.notifyListener, "pgqueue-notify");
 		this.notifyThread.setDaemon(true);
 		this.notifyThread.start();
+		MessageArchive archive = new MessageArchive(this.context);
 		this.sweep = new VisibleMessageSweep(this.context.dataSource(), this.sql, this::getListenerContainers,
-				this::wakeAll);
+				this::wakeAll, archive::upkeep);
 		Thread sweeper = new Thread(this.sweep, "pgqueue-sweep");
 		sweeper.setDaemon(true);
 		sweeper.start();

@@ -32,6 +32,10 @@ import org.springframework.transaction.support.TransactionTemplate;
  * While a sweep fails, pollers poll on their own again: the first failure wakes them all (they
  * then wait one poll interval at a time), and the sweep retries every interval, logging once per
  * outage.
+ * <p>
+ * The same thread keeps the archive ({@link io.github.pgqueue.MessageArchive#upkeep()}): at start
+ * and then once an hour it creates the day partitions ahead and drops the expired ones; a failed
+ * upkeep is logged and tried again a minute later.
  */
 final class VisibleMessageSweep implements Runnable {
 
@@ -51,14 +55,24 @@ final class VisibleMessageSweep implements Runnable {
 
 	private final Runnable wakeAll;
 
-	private volatile boolean running = true;
+	private static final Duration UPKEEP_INTERVAL = Duration.ofHours(1);
+
+	private static final Duration UPKEEP_RETRY = Duration.ofMinutes(1);
+
+	private final Runnable archiveUpkeep;
+
+	/** When the next archive upkeep is due, in {@link System#nanoTime()}. */
+	private long upkeepDue = System.nanoTime();
+
+		private volatile boolean running = true;
 
 	private volatile boolean working;
 
 	private volatile Thread thread;
 
 	VisibleMessageSweep(DataSource dataSource, QueueSql sql, Supplier<Collection<QueueListenerContainer>> containers,
-			Runnable wakeAll) {
+			Runnable wakeAll, Runnable archiveUpkeep) {
+		this.archiveUpkeep = archiveUpkeep;
 		this.jdbc = new JdbcTemplate(dataSource);
 		this.transactions = new TransactionTemplate(new JdbcTransactionManager(dataSource));
 		this.transactions.setReadOnly(true);
@@ -92,6 +106,9 @@ final class VisibleMessageSweep implements Runnable {
 				if (this.running && !active.isEmpty()) {
 					sweep(active);
 				}
+				if (this.running && System.nanoTime() - this.upkeepDue >= 0) {
+					upkeepArchive();
+				}
 			}
 		}
 		catch (InterruptedException ex) {
@@ -108,6 +125,19 @@ final class VisibleMessageSweep implements Runnable {
 			.map((container) -> container.endpoint().containerProperties().pollInterval())
 			.min(Duration::compareTo)
 			.orElse(DEFAULT_INTERVAL);
+	}
+
+	private void upkeepArchive() {
+		try {
+			this.archiveUpkeep.run();
+			this.upkeepDue = System.nanoTime() + UPKEEP_INTERVAL.toNanos();
+		}
+		catch (DataAccessException ex) {
+			logger.warn("Could not create the archive's partitions ahead or drop the expired ones; archived messages "
+					+ "go to its default partition and expired ones stay until it works, tried again in {}",
+					UPKEEP_RETRY, ex);
+			this.upkeepDue = System.nanoTime() + UPKEEP_RETRY.toNanos();
+		}
 	}
 
 	/** Runs one sweep of the queues of {@code active} and wakes an idle poller of each queue found. */

@@ -11,6 +11,7 @@ import javax.sql.DataSource;
 import io.github.pgqueue.JacksonPayloadConverter;
 import io.github.pgqueue.JaxbPayloadConverter;
 import io.github.pgqueue.PayloadConverter;
+import io.github.pgqueue.MessageArchive;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueTemplate;
@@ -102,6 +103,13 @@ public final class PgQueueAutoConfiguration {
 	@ConditionalOnMissingBean
 	QueueAdmin queueAdmin(QueueContext pgQueueContext, PgQueueSchemaInitializer schema) {
 		return new QueueAdmin(pgQueueContext);
+	}
+
+	/** The archive of the queues with a retention: search it, send a message of it again. */
+	@Bean
+	@ConditionalOnMissingBean
+	MessageArchive messageArchive(QueueContext pgQueueContext, PgQueueSchemaInitializer schema) {
+		return new MessageArchive(pgQueueContext);
 	}
 
 	/** Each context declares its own queues (a child context's too). */
@@ -281,8 +289,9 @@ public final class PgQueueAutoConfiguration {
 		@Bean
 		@ConditionalOnMissingBean
 		@ConditionalOnAvailableEndpoint
-		PgQueueEndpoint pgQueueEndpoint(QueueAdmin queueAdmin, QueueListenerEndpointRegistry registry) {
-			return new PgQueueEndpoint(queueAdmin, registry);
+		PgQueueEndpoint pgQueueEndpoint(QueueAdmin queueAdmin, QueueListenerEndpointRegistry registry,
+				MessageArchive messageArchive) {
+			return new PgQueueEndpoint(queueAdmin, registry, messageArchive);
 		}
 
 		@Bean

@@ -1,8 +1,12 @@
 package io.github.pgqueue.boot.autoconfigure;
 
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
+import io.github.pgqueue.ArchiveSearch;
+import io.github.pgqueue.ArchivedMessage;
+import io.github.pgqueue.MessageArchive;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueStats;
 import io.github.pgqueue.listener.QueueListenerContainer;
@@ -19,7 +23,8 @@ import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
 
 /**
  * The {@code pgqueue} actuator endpoint: reads the queues with their stats and the listeners with
- * their state; writes pause or resume a queue (for every consumer) and redrive its dead letters.
+ * their state, and a queue's archive; writes pause or resume a queue (for every consumer), redrive
+ * its dead letters and send an archived message again.
  * Like every endpoint but health, it is not exposed over the web unless
  * {@code management.endpoints.web.exposure.include} names it.
  */
@@ -32,9 +37,12 @@ public class PgQueueEndpoint {
 
 	private final QueueListenerEndpointRegistry registry;
 
-	public PgQueueEndpoint(QueueAdmin admin, QueueListenerEndpointRegistry registry) {
+	private final MessageArchive archive;
+
+	public PgQueueEndpoint(QueueAdmin admin, QueueListenerEndpointRegistry registry, MessageArchive archive) {
 		this.admin = admin;
 		this.registry = registry;
+		this.archive = archive;
 	}
 
 	/** The declared queues with their policy, pause state and stats, and the listeners with their state. */
@@ -54,6 +62,8 @@ public class PgQueueEndpoint {
 			queue.put("deadLetterQueue", info.definition().effectiveDeadLetterQueue());
 			queue.put("deduplicationWindow", (info.definition().deduplicationWindow() != null)
 					? info.definition().deduplicationWindow().toString() : null);
+			queue.put("retention", (info.definition().retention() != null) ? info.definition().retention().toString()
+					: null);
 			queues.put(info.definition().name(), queue);
 		}
 		Map<String, Object> listeners = new LinkedHashMap<>();
@@ -70,11 +80,41 @@ public class PgQueueEndpoint {
 	}
 
 	/**
-	 * Acts on one queue: {@code {"action": "pause"}}, {@code "resume"}, or {@code "redrive"} (with
-	 * an optional {@code "max"}, default 1000).
+	 * A queue's archive, newest completion first: every archived message, or the one with
+	 * {@code id}, or those whose header {@code header} is {@code value}; at most {@code limit}
+	 * (default 100, at most 1 000).
+	 */
+	@ReadOperation
+	public Map<String, Object> archive(@Selector String queue, @Nullable Long id, @Nullable String header,
+			@Nullable String value, @Nullable Integer limit) {
+		List<ArchivedMessage> messages;
+		try {
+			ArchiveSearch search = ArchiveSearch.all().inQueue(queue)
+				.withLimit((limit != null) ? limit : ArchiveSearch.DEFAULT_LIMIT);
+			if (id != null) {
+				search = search.withId(id);
+			}
+			if (header != null || value != null) {
+				search = new ArchiveSearch(search.queue(), search.id(), header, value, null, null, search.limit());
+			}
+			messages = this.archive.search(search);
+		}
+		catch (IllegalArgumentException ex) {
+			throw new InvalidEndpointRequestException(ex.getMessage(), ex.getMessage());
+		}
+		Map<String, Object> result = new LinkedHashMap<>();
+		result.put("queue", queue);
+		result.put("archive", messages);
+		return result;
+	}
+
+	/**
+	 * Acts on one queue: {@code {"action": "pause"}}, {@code "resume"}, {@code "redrive"} (with an
+	 * optional {@code "max"}, default 1000), or {@code "resend"} with the {@code "id"} of an
+	 * archived message.
 	 */
 	@WriteOperation
-	public Map<String, Object> queue(@Selector String queue, String action, @Nullable Integer max) {
+	public Map<String, Object> queue(@Selector String queue, String action, @Nullable Integer max, @Nullable Long id) {
 		Map<String, Object> result = new LinkedHashMap<>();
 		result.put("queue", queue);
 		result.put("action", action);
@@ -83,9 +123,17 @@ public class PgQueueEndpoint {
 				case "pause" -> this.admin.pause(queue);
 				case "resume" -> this.admin.resume(queue);
 				case "redrive" -> result.put("redriven", this.admin.redrive(queue, (max != null) ? max : 1000));
+				case "resend" -> {
+					if (id == null) {
+						throw new InvalidEndpointRequestException("Action resend for queue '" + queue
+								+ "' needs the id of an archived message", "Action resend needs an id");
+					}
+					result.put("id", id);
+					result.put("sent", this.archive.resend(queue, id));
+				}
 				default -> throw new InvalidEndpointRequestException(((action != null) ? "Unknown action '" + action
-						+ "'" : "No action") + " for queue '" + queue + "'; use pause, resume or redrive",
-						"Unknown action; use pause, resume or redrive");
+						+ "'" : "No action") + " for queue '" + queue + "'; use pause, resume, redrive or resend",
+						"Unknown action; use pause, resume, redrive or resend");
 			}
 		}
 		catch (IllegalArgumentException | IllegalStateException ex) {

@@ -33,9 +33,9 @@ public class PgQueueEndpointWebExtension {
 	 */
 	@WriteOperation
 	public WebEndpointResponse<Map<String, Object>> queue(@Selector String queue, @Nullable String action,
-			@Nullable Integer max) {
+			@Nullable Integer max, @Nullable Long id) {
 		try {
-			return new WebEndpointResponse<>(this.endpoint.queue(queue, action, max));
+			return new WebEndpointResponse<>(this.endpoint.queue(queue, action, max, id));
 		}
 		catch (InvalidEndpointRequestException ex) {
 			Map<String, Object> body = new LinkedHashMap<>();

@@ -234,6 +234,12 @@ public class PgQueueProperties {
 		 */
 		private Duration deduplicationWindow;
 
+		/**
+		 * How long messages that completed in the queue (acked, cancelled, purged or dead-lettered
+		 * from it) are kept in the archive, with their outcome; by default none.
+		 */
+		private Duration retention;
+
 		public ConsumptionMode getMode() {
 			return this.mode;
 		}
@@ -276,6 +282,14 @@ public class PgQueueProperties {
 
 		public void setDeduplicationWindow(Duration deduplicationWindow) {
 			this.deduplicationWindow = deduplicationWindow;
+		}
+
+		public Duration getRetention() {
+			return this.retention;
+		}
+
+		public void setRetention(Duration retention) {
+			this.retention = retention;
 		}
 
 	}

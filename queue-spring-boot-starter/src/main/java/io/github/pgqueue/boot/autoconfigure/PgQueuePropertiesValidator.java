@@ -21,7 +21,7 @@ final class PgQueuePropertiesValidator {
 
 	/** The properties of one queue under {@code pgqueue.queues.<name>}, in canonical form. */
 	private static final List<String> QUEUE_PROPERTIES = List.of("mode", "transaction-timeout", "max-attempts", "backoff",
-			"backoff.initial", "backoff.multiplier", "backoff.max", "dead-letter-queue", "deduplication-window");
+			"backoff.initial", "backoff.multiplier", "backoff.max", "dead-letter-queue", "deduplication-window", "retention");
 
 	private static final ConfigurationPropertyName QUEUES = ConfigurationPropertyName.of("pgqueue.queues");
 
@@ -176,8 +176,13 @@ final class PgQueuePropertiesValidator {
 			throw new InvalidConfigurationPropertyValueException(prefix + ".deduplication-window", window,
 					"Use a duration of at least 1ms, or leave it out for no window");
 		}
+		Duration retention = queue.getRetention();
+		if (retention != null && retention.toMillis() < 1) {
+			throw new InvalidConfigurationPropertyValueException(prefix + ".retention", retention,
+					"Use a duration of at least 1ms, or leave it out to archive nothing");
+		}
 		return new QueueDefinition(name, queue.getMaxAttempts(), backoff.getInitial(), backoff.getMultiplier(),
-				backoff.getMax(), queue.getDeadLetterQueue(), window);
+				backoff.getMax(), queue.getDeadLetterQueue(), window, retention);
 	}
 
 }

@@ -60,19 +60,54 @@ class PgQueueEndpointTests {
 				.get("mailer");
 			assertThat(listener).containsEntry("state", "running").containsEntry("queues", List.of("endpoint-mail"));
 
-			endpoint.queue("endpoint-mail", "pause", null);
+			endpoint.queue("endpoint-mail", "pause", null, null);
 			assertThat(context.getBean(QueueAdmin.class).isPaused("endpoint-mail")).isTrue();
-			endpoint.queue("endpoint-mail", "resume", null);
+			endpoint.queue("endpoint-mail", "resume", null, null);
 			assertThat(context.getBean(QueueAdmin.class).isPaused("endpoint-mail")).isFalse();
 
 			context.getBean(QueueTemplate.class).send("endpoint-mail.dlq", "bounced");
-			assertThat(endpoint.queue("endpoint-mail", "redrive", 10)).containsEntry("redriven", 0);
+			assertThat(endpoint.queue("endpoint-mail", "redrive", 10, null)).containsEntry("redriven", 0);
 			assertThatExceptionOfType(InvalidEndpointRequestException.class)
-				.isThrownBy(() -> endpoint.queue("endpoint-mail", "explode", null))
-				.withMessageContaining("use pause, resume or redrive");
+				.isThrownBy(() -> endpoint.queue("endpoint-mail", "explode", null, null))
+				.withMessageContaining("use pause, resume, redrive or resend");
 			assertThatExceptionOfType(InvalidEndpointRequestException.class)
-				.isThrownBy(() -> endpoint.queue("nowhere", "pause", null))
+				.isThrownBy(() -> endpoint.queue("nowhere", "pause", null, null))
 				.withMessageContaining("Queue 'nowhere' does not exist");
+		});
+	}
+
+	@Test
+	@SuppressWarnings("unchecked")
+	void itReadsAQueuesArchiveAndSendsAnArchivedMessageAgain() {
+		this.runner.withPropertyValues("management.endpoints.web.exposure.include=pgqueue",
+				"pgqueue.queues.endpoint-kept.retention=2d").run((context) -> {
+			PgQueueEndpoint endpoint = context.getBean(PgQueueEndpoint.class);
+			QueueTemplate template = context.getBean(QueueTemplate.class);
+			long id = template.send("endpoint-kept", "kept", io.github.pgqueue.SendOptions.builder()
+				.header("tenant", "acme").build());
+			template.send("endpoint-kept", "other");
+			context.getBean(QueueAdmin.class).purge("endpoint-kept", QueueAdmin.Purge.ALL);
+
+			Map<String, Object> queue = (Map<String, Object>) ((Map<String, Object>) endpoint.pgqueue().get("queues"))
+				.get("endpoint-kept");
+			assertThat(queue).containsEntry("retention", "PT48H");
+			assertThat((List<io.github.pgqueue.ArchivedMessage>) endpoint.archive("endpoint-kept", null, null, null, null)
+				.get("archive")).hasSize(2);
+			assertThat((List<io.github.pgqueue.ArchivedMessage>) endpoint.archive("endpoint-kept", null, "tenant", "acme",
+					null)
+				.get("archive")).singleElement()
+				.satisfies((message) -> assertThat(message.id()).isEqualTo(id));
+			assertThat(endpoint.queue("endpoint-kept", "resend", null, id)).containsKey("sent");
+			assertThat(template.stats("endpoint-kept").ready()).isEqualTo(1);
+			assertThatExceptionOfType(InvalidEndpointRequestException.class)
+				.isThrownBy(() -> endpoint.queue("endpoint-kept", "resend", null, null))
+				.withMessage("Action resend for queue 'endpoint-kept' needs the id of an archived message");
+			assertThatExceptionOfType(InvalidEndpointRequestException.class)
+				.isThrownBy(() -> endpoint.queue("endpoint-kept", "resend", null, 999_999L))
+				.withMessageContaining("holds no message 999999");
+			assertThatExceptionOfType(InvalidEndpointRequestException.class)
+				.isThrownBy(() -> endpoint.archive("endpoint-kept", null, null, null, 5000))
+				.withMessageContaining("limit must be 1 to 1000");
 		});
 	}
 

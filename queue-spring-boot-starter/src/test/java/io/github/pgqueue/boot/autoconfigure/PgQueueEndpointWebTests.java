@@ -36,13 +36,14 @@ class PgQueueEndpointWebTests {
 		try (ConfigurableApplicationContext application = new SpringApplicationBuilder(ActuatorApplication.class).run(
 				"--server.port=0", "--spring.datasource.url=" + this.postgres.jdbcUrl(),
 				"--spring.datasource.username=" + this.postgres.username(), "--spring.flyway.enabled=false",
-				"--management.endpoints.web.exposure.include=pgqueue", "--pgqueue.queues.endpoint-web.max-attempts=3")) {
+				"--management.endpoints.web.exposure.include=pgqueue", "--pgqueue.queues.endpoint-web.max-attempts=3",
+				"--pgqueue.queues.endpoint-web.retention=1h")) {
 			String base = "http://localhost:" + ((WebServerApplicationContext) application).getWebServer().getPort()
 					+ "/actuator/pgqueue/";
 
 			HttpResponse<String> unknownAction = post(base + "endpoint-web", "{\"action\": \"explode\"}");
 			assertThat(unknownAction.statusCode()).isEqualTo(400);
-			assertThat(unknownAction.body()).contains("Unknown action 'explode'").contains("pause, resume or redrive");
+			assertThat(unknownAction.body()).contains("Unknown action 'explode'").contains("pause, resume, redrive or resend");
 
 			HttpResponse<String> unknownQueue = post(base + "nowhere", "{\"action\": \"pause\"}");
 			assertThat(unknownQueue.statusCode()).isEqualTo(400);
@@ -50,12 +51,23 @@ class PgQueueEndpointWebTests {
 
 			HttpResponse<String> noAction = post(base + "endpoint-web", "{}");
 			assertThat(noAction.statusCode()).isEqualTo(400);
-			assertThat(noAction.body()).contains("action").contains("pause, resume or redrive");
+			assertThat(noAction.body()).contains("action").contains("pause, resume, redrive or resend");
 
 			HttpResponse<String> pause = post(base + "endpoint-web", "{\"action\": \"pause\"}");
 			assertThat(pause.statusCode()).isEqualTo(200);
 			assertThat(pause.body()).contains("\"action\":\"pause\"");
 			assertThat(application.getBean(QueueAdmin.class).isPaused("endpoint-web")).isTrue();
+
+			long id = application.getBean(io.github.pgqueue.QueueTemplate.class).send("endpoint-web", "archived");
+			application.getBean(QueueAdmin.class).purge("endpoint-web", QueueAdmin.Purge.ALL);
+			HttpResponse<String> archive = this.http.send(HttpRequest.newBuilder(URI.create(base + "endpoint-web?limit=5"))
+				.GET()
+				.build(), HttpResponse.BodyHandlers.ofString());
+			assertThat(archive.statusCode()).isEqualTo(200);
+			assertThat(archive.body()).contains("\"id\":" + id).contains("\"outcome\":\"PURGED\"");
+			HttpResponse<String> resend = post(base + "endpoint-web", "{\"action\": \"resend\", \"id\": " + id + "}");
+			assertThat(resend.statusCode()).isEqualTo(200);
+			assertThat(resend.body()).contains("\"sent\":");
 		}
 	}
 

@@ -148,6 +148,7 @@
         ['back-off', p.backoffInitialMs + ' ms × ' + p.backoffMultiplier + ', at most ' + p.backoffMaxMs + ' ms'],
         ['dead-letter queue', p.deadLetterQueue],
         ['deduplication window', p.deduplicationWindowMs == null ? 'none' : p.deduplicationWindowMs + ' ms'],
+        ['retention', p.retentionMs == null ? 'none' : p.retentionMs + ' ms'],
         ['declared', time(p.updatedAt)]]
         : [['policy', 'not declared (defaults apply)']];
       rows.push(['messages', data.total]);
@@ -164,6 +165,26 @@
         body.appendChild(el('tr', { 'data-id': String(m.id) }, td(m.id, 'num'), td(m.state + (m.state === 'scheduled' ? ' until ' + time(m.visibleAt) : '')),
           td(m.attempts + ' / ' + m.maxAttempts, 'num'), td(time(m.createdAt)), pre(m.payload), pre(m.headers), pre(m.lastError),
           el('td', {}, cancel)));
+      });
+      $('archive').hidden = !(p && p.retentionMs != null);
+      return $('archive').hidden ? null : loadArchive();
+    });
+  }
+
+  function loadArchive() {
+    var params = { queue: selectedQueue, limit: PAGE };
+    if ($('archive-id').value) { params.id = $('archive-id').value; }
+    if ($('archive-header').value) { params.header = $('archive-header').value; params.value = $('archive-value').value; }
+    return api('archive?' + q(params)).then(function (data) {
+      var body = $('archive-table').tBodies[0];
+      body.replaceChildren();
+      data.archive.forEach(function (m) {
+        var resend = button('send again', function () {
+          write('archive/resend?' + q({ queue: m.queue, id: m.id }), undefined, function (r) { return 'archived message ' + m.id + ' sent again as ' + r.sent; });
+        });
+        body.appendChild(el('tr', { 'data-id': String(m.id) }, td(m.id, 'num'), td(m.outcome.toLowerCase().replace('_', '-')),
+          td(m.attempts, 'num'), td(time(m.completedAt)), pre(m.payload), pre(JSON.stringify(m.headers)), pre(m.lastError),
+          el('td', {}, resend)));
       });
     });
   }
@@ -231,6 +252,7 @@
     $('prev').addEventListener('click', function () { queueOffset = Math.max(0, queueOffset - PAGE); loadQueue(); });
     $('next').addEventListener('click', function () { queueOffset += PAGE; loadQueue(); });
     $('origin').addEventListener('change', function () { selectedDeadLetters.clear(); loadDeadLetters(); });
+    $('archive-search').addEventListener('click', function () { loadArchive().catch(function (e) { status(e.message, true); }); });
     $('redrive-selected').addEventListener('click', function () {
       if (selectedDeadLetters.size) { redrive(Array.from(selectedDeadLetters)); } else { status('select dead letters first', true); }
     });

@@ -8,7 +8,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import io.github.pgqueue.ArchiveSearch;
 import io.github.pgqueue.CancelResult;
+import io.github.pgqueue.MessageArchive;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueNames;
 import io.github.pgqueue.QueueStats;
@@ -53,6 +55,8 @@ final class DashboardController {
 
 	private final QueueAdmin admin;
 
+	private final MessageArchive archive;
+
 	private final DashboardRepository repository;
 
 	private final ProcessedRates rates;
@@ -67,6 +71,7 @@ final class DashboardController {
 			ObjectProvider<QueueListenerEndpointRegistry> registry, boolean readOnly, boolean security) {
 		this.template = template;
 		this.admin = new QueueAdmin(template.context());
+		this.archive = new MessageArchive(template.context());
 		this.repository = repository;
 		this.rates = rates;
 		this.registry = registry;
@@ -141,6 +146,28 @@ final class DashboardController {
 		CancelResult result = this.template.cancel(name, id);
 		logger.info("pgqueue dashboard: {} cancelled message {} of queue '{}': {}", user(principal), id, name, result);
 		return Map.of("result", result.name());
+	}
+
+	@GetMapping("/api/archive")
+	Map<String, Object> archive(@RequestParam String queue, @RequestParam(required = false) Long id,
+			@RequestParam(required = false) String header, @RequestParam(required = false) String value,
+			@RequestParam(defaultValue = "20") int limit) {
+		ArchiveSearch search = ArchiveSearch.all().inQueue(queue).withLimit(Math.max(1, Math.min(MAX_PAGE, limit)));
+		if (id != null) {
+			search = search.withId(id);
+		}
+		if (header != null && !header.isEmpty()) {
+			search = search.withHeader(header, (value != null) ? value : "");
+		}
+		return Map.of("queue", queue, "archive", this.archive.search(search));
+	}
+
+	@PostMapping("/api/archive/resend")
+	Map<String, Object> resend(@RequestParam String queue, @RequestParam long id, Principal principal) {
+		long sent = this.archive.resend(queue, id);
+		logger.info("pgqueue dashboard: {} sent archived message {} of queue '{}' again as {}", user(principal), id,
+				queue, sent);
+		return Map.of("sent", sent);
 	}
 
 	@GetMapping("/api/dead-letters")

@@ -57,7 +57,7 @@ final class DashboardRepository {
 		this.policy = """
 				SELECT q.max_attempts, q.backoff_initial_ms, q.backoff_multiplier, q.backoff_max_ms,
 				       COALESCE(q.dead_letter_queue, %1$s.default_dead_letter_queue(q.name)), q.updated_at,
-				       q.deduplication_window_ms
+				       q.deduplication_window_ms, q.retention_ms
 				  FROM %1$s.queue q WHERE q.name = ?""".formatted(s);
 
 		// 1 queue.
@@ -97,7 +97,7 @@ final class DashboardRepository {
 
 	Optional<Policy> policy(String queue) {
 		return this.jdbc.query(this.policy, (rs, row) -> new Policy(rs.getInt(1), rs.getLong(2), rs.getDouble(3),
-				rs.getLong(4), rs.getString(5), instant(rs.getTimestamp(6)), (Long) rs.getObject(7)), queue)
+				rs.getLong(4), rs.getString(5), instant(rs.getTimestamp(6)), (Long) rs.getObject(7), (Long) rs.getObject(8)), queue)
 			.stream()
 			.findFirst();
 	}
@@ -135,9 +135,9 @@ final class DashboardRepository {
 		return (timestamp != null) ? timestamp.toInstant().toString() : null;
 	}
 
-	/** A queue's stored policy; {@code deduplicationWindowMs} null for none. */
+	/** A queue's stored policy; {@code deduplicationWindowMs} and {@code retentionMs} null for none. */
 	record Policy(int maxAttempts, long backoffInitialMs, double backoffMultiplier, long backoffMaxMs,
-			String deadLetterQueue, String updatedAt, Long deduplicationWindowMs) {
+			String deadLetterQueue, String updatedAt, Long deduplicationWindowMs, Long retentionMs) {
 	}
 
 	/**

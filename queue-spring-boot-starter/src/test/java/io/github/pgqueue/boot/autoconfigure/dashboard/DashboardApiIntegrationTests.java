@@ -44,7 +44,7 @@ class DashboardApiIntegrationTests {
 		.withPropertyValues("spring.datasource.url=" + this.postgres.jdbcUrl(),
 				"spring.datasource.username=" + this.postgres.username(), "pgqueue.dashboard.enabled=true",
 				"pgqueue.dashboard.read-only=false", "pgqueue.queues.api.max-attempts=3",
-				"pgqueue.queues.other.max-attempts=3");
+				"pgqueue.queues.other.max-attempts=3", "pgqueue.queues.kept.retention=1d");
 
 	private final RequestPostProcessor admin = user("alice").roles("PGQUEUE_ADMIN");
 
@@ -111,6 +111,46 @@ class DashboardApiIntegrationTests {
 				.with(DashboardWrites.fromThePage()))
 				.andExpect(status().isBadRequest())
 				.andExpect(jsonPath("$.error").value("No listener with id 'nobody'"));
+		});
+	}
+
+	@Test
+	void showsAQueuesArchiveAndSendsAnArchivedMessageAgainOnlyFromThePage() {
+		this.runner.run((context) -> {
+			MockMvc mvc = MockMvcBuilders.webAppContextSetup(context).apply(springSecurity()).build();
+			QueueTemplate queues = context.getBean(QueueTemplate.class);
+			long kept = queues.send("kept", "keep me", io.github.pgqueue.SendOptions.builder().header("tenant", "acme").build());
+			queues.send("kept", "and me");
+			context.getBean(io.github.pgqueue.QueueAdmin.class).purge("kept", io.github.pgqueue.QueueAdmin.Purge.ALL);
+
+			mvc.perform(get("/pgqueue/api/queue").param("name", "kept").with(this.admin))
+				.andExpect(jsonPath("$.policy.retentionMs").value(86_400_000));
+			mvc.perform(get("/pgqueue/api/archive").param("queue", "kept").with(this.admin))
+				.andExpect(status().isOk())
+				.andExpect(jsonPath("$.archive", hasSize(2)));
+			mvc.perform(get("/pgqueue/api/archive").param("queue", "kept").param("header", "tenant").param("value", "acme")
+				.with(this.admin))
+				.andExpect(jsonPath("$.archive[*].id", contains((int) kept)))
+				.andExpect(jsonPath("$.archive[0].outcome").value("PURGED"))
+				.andExpect(jsonPath("$.archive[0].payload").value("\"keep me\""));
+
+			mvc.perform(post("/pgqueue/api/archive/resend").param("queue", "kept").param("id", String.valueOf(kept))
+				.with(this.admin)
+				.with(csrf())).andExpect(status().isForbidden());
+			assertThat(queues.stats("kept").ready()).as("a write not from the page is refused").isZero();
+			mvc.perform(post("/pgqueue/api/archive/resend").param("queue", "kept").param("id", String.valueOf(kept))
+				.with(this.admin)
+				.with(csrf())
+				.with(DashboardWrites.fromThePage()))
+				.andExpect(status().isOk())
+				.andExpect(jsonPath("$.sent").isNumber());
+			assertThat(queues.stats("kept").ready()).isOne();
+			mvc.perform(post("/pgqueue/api/archive/resend").param("queue", "kept").param("id", "999999")
+				.with(this.admin)
+				.with(csrf())
+				.with(DashboardWrites.fromThePage()))
+				.andExpect(status().isBadRequest())
+				.andExpect(jsonPath("$.error", containsString("holds no message 999999")));
 		});
 	}
 

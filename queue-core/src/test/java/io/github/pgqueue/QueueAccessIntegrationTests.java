@@ -101,6 +101,39 @@ class QueueAccessIntegrationTests {
 	}
 
 	/**
+	 * A restricted role's keyed sends to a queue with a deduplication window, and its acks and
+	 * dead letters in a queue with a retention, work under row-level security; the archive and
+	 * the kept keys of a queue are read by the roles that may read its messages, and only by them.
+	 */
+	@Test
+	void aRestrictedRoleKeepsKeysAndArchivesInTheQueuesItWasGranted() {
+		this.admin.declare(QueueDefinition.of("kept").withDeduplicationWindow(java.time.Duration.ofHours(1))
+			.withRetention(java.time.Duration.ofDays(1)));
+		this.admin.grant("alice", "kept", QueueAdmin.Access.SEND, QueueAdmin.Access.CONSUME);
+		this.admin.grant("bob", "other", QueueAdmin.Access.SEND);
+		QueueTemplate alice = QueueTemplate.builder(as("alice")).build();
+		SendOptions key = SendOptions.builder().deduplicationKey("k").build();
+
+		long id = alice.send("kept", 1, key);
+		try (Lease<Integer> lease = alice.receive("kept", Integer.class).orElseThrow()) {
+			lease.ack();
+		}
+		assertThat(alice.send("kept", 2, key)).as("kept by the window, read as alice").isEqualTo(id);
+		alice.send("kept", 3);
+		try (Lease<Integer> lease = alice.receive("kept", Integer.class).orElseThrow()) {
+			lease.reject("no");
+		}
+
+		assertThat(new MessageArchive(QueueContext.of(as("alice"))).search(ArchiveSearch.all().inQueue("kept")))
+			.extracting(ArchivedMessage::outcome)
+			.containsExactlyInAnyOrder(ArchivedMessage.Outcome.ACKED, ArchivedMessage.Outcome.DEAD_LETTERED);
+		assertThat(new MessageArchive(QueueContext.of(as("bob"))).search(ArchiveSearch.all())).as("bob reads none")
+			.isEmpty();
+		assertThat(new JdbcTemplate(as("bob")).queryForObject("SELECT count(*) FROM pgqueue.deduplication_key",
+				Long.class)).isZero();
+	}
+
+	/**
 	 * Dropping a role that was granted queue access (DROP OWNED BY, then DROP ROLE, as PostgreSQL
 	 * requires) leaves every other role's access as it was; a new role of the same name gets
 	 * nothing of the dropped one's.

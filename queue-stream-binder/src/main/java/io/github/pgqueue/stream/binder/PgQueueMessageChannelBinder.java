@@ -2,7 +2,9 @@ package io.github.pgqueue.stream.binder;
 
 import java.time.Duration;
 
+import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueOperations;
+import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.listener.ContainerProperties;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 
@@ -15,8 +17,13 @@ import org.springframework.cloud.stream.binder.PartitionKeyExtractorStrategy;
 import org.springframework.cloud.stream.provisioning.ConsumerDestination;
 import org.springframework.cloud.stream.provisioning.ProducerDestination;
 import org.springframework.integration.core.MessageProducer;
+import org.springframework.integration.StaticMessageHeaderAccessor;
+import org.springframework.integration.acks.AcknowledgmentCallback;
+import org.springframework.messaging.Message;
 import org.springframework.messaging.MessageChannel;
 import org.springframework.messaging.MessageHandler;
+import org.springframework.messaging.MessagingException;
+import org.springframework.messaging.support.ErrorMessage;
 
 /**
  * The pgqueue binder: producers publish to the destination's exchange through
@@ -110,6 +117,55 @@ public class PgQueueMessageChannelBinder extends
 				this.mapping);
 		adapter.setBeanFactory(getBeanFactory());
 		return adapter;
+	}
+
+	/**
+	 * A polled consumer ({@code PollableMessageSource}) of the group's queue: each poll claims one
+	 * message, as {@link io.github.pgqueue.QueueTemplate#receive} does.
+	 * @throws UnsupportedOperationException if the binder's {@link QueueOperations} is not a
+	 * {@link QueueTemplate}, whose context a polled consumer reads through
+	 */
+	@Override
+	protected PolledConsumerResources createPolledConsumerResources(String name, String group,
+			ConsumerDestination destination, ExtendedConsumerProperties<PgQueueConsumerProperties> properties) {
+		if (!(this.queues instanceof QueueTemplate template)) {
+			throw new UnsupportedOperationException("Polled consumer '" + name + "' needs the binder to send through a "
+					+ "QueueTemplate, but it has a " + this.queues.getClass().getName());
+		}
+		PgQueueProvisioningProvider.Destination provisioned = (PgQueueProvisioningProvider.Destination) destination;
+		QueueContext context = template.context();
+		QueueTemplate storedText = new QueueTemplate(QueueContext.builder(context.dataSource())
+			.schema(context.schema())
+			.payloadConverter(MessageMapping.STORED_TEXT)
+			.maxPayloadBytes(context.maxPayloadBytes())
+			.meterRegistry(context.meterRegistry())
+			.observationRegistry(context.observationRegistry())
+			.build());
+		return new PolledConsumerResources(new PgQueueMessageSource(storedText, provisioned.queue(),
+				properties.getExtension().getFilter(), this.mapping),
+				registerErrorInfrastructure(destination, group, properties, true));
+	}
+
+	/**
+	 * What a polled consumer's failure that is not requeued ends in, once Spring Cloud Stream's
+	 * retries (the consumer's {@code maxAttempts}) are spent and the error message is published:
+	 * the message goes to the group queue's dead-letter queue, as a listener's exhausted message
+	 * does.
+	 */
+	@Override
+	protected MessageHandler getPolledConsumerErrorMessageHandler(ConsumerDestination destination, String group,
+			ExtendedConsumerProperties<PgQueueConsumerProperties> properties) {
+		return (error) -> {
+			Message<?> failed = (error instanceof ErrorMessage errorMessage) ? errorMessage.getOriginalMessage() : null;
+			if (failed == null && error.getPayload() instanceof MessagingException ex) {
+				failed = ex.getFailedMessage();
+			}
+			AcknowledgmentCallback callback = (failed != null)
+					? StaticMessageHeaderAccessor.getAcknowledgmentCallback(failed) : null;
+			if (callback != null && !callback.isAcknowledged()) {
+				callback.acknowledge(AcknowledgmentCallback.Status.REJECT);
+			}
+		};
 	}
 
 	@Override

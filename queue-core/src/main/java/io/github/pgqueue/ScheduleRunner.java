@@ -111,8 +111,15 @@ public final class ScheduleRunner implements SmartLifecycle {
 			catch (Throwable ex) {
 				wait = outageBackoff();
 				if (this.outageFailures++ == 0) {
-					logger.warn("Could not read the schedules; no tick is sent from this JVM until the database "
-							+ "answers again (trying again with back-off up to {})", MAX_OUTAGE_BACKOFF, ex);
+					if (isPermissionDenied(ex)) {
+						logger.warn("The database role of this JVM may not read or update the schedules ({}); grant it "
+								+ "SELECT and UPDATE on the schedule table, or set pgqueue.scheduler.enabled=false in this "
+								+ "JVM (trying again with back-off up to {})", reason(ex), MAX_OUTAGE_BACKOFF);
+					}
+					else {
+						logger.warn("Could not read the schedules; no tick is sent from this JVM until the database "
+								+ "answers again (trying again with back-off up to {})", MAX_OUTAGE_BACKOFF, ex);
+					}
 				}
 				else {
 					logger.debug("Reading the schedules still fails: {}", ex.toString());
@@ -160,9 +167,9 @@ public final class ScheduleRunner implements SmartLifecycle {
 				Failure next = Failure.after(failure);
 				this.failures.put(schedule.name(), next);
 				if (failure == null) {
-					logger.warn("Schedule '{}' could not send its tick {} from this JVM (as its database role); the tick "
-							+ "stays due, and this JVM tries again with back-off up to {}: {}", schedule.name(),
-							schedule.nextFireAt(), MAX_SCHEDULE_BACKOFF, ex.getMessage(), ex);
+					logger.warn("Schedule '{}' could not send its tick {} from this JVM, as its database role; the tick "
+							+ "stays due, and this JVM tries it again with back-off up to a minute: {}", schedule.name(),
+							schedule.nextFireAt(), reason(ex), ex);
 				}
 				else {
 					logger.debug("Schedule '{}' still fails ({} times): {}", schedule.name(), next.count(), ex.toString());
@@ -171,6 +178,22 @@ public final class ScheduleRunner implements SmartLifecycle {
 			}
 		}
 		return wait;
+	}
+
+	/** What went wrong, in the database's words when it was the database. */
+	private static String reason(Throwable ex) {
+		return (ex instanceof org.springframework.dao.DataAccessException dae)
+				? String.valueOf(dae.getMostSpecificCause().getMessage()) : ex.getMessage();
+	}
+
+	/** Whether {@code ex} is PostgreSQL's insufficient_privilege (SQLSTATE 42501). */
+	private static boolean isPermissionDenied(Throwable ex) {
+		for (Throwable cause = ex; cause != null; cause = cause.getCause()) {
+			if (cause instanceof java.sql.SQLException sql && "42501".equals(sql.getSQLState())) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	private Duration outageBackoff() {

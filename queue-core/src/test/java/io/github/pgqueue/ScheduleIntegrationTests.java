@@ -275,6 +275,38 @@ class ScheduleIntegrationTests {
 		assertThat(info.fired()).isZero();
 	}
 
+	/**
+	 * A schedule sends as its JVM's database role: a role that may not send to the schedule's queue
+	 * fails the tick, which stays due, while a schedule to a queue it may send to goes on.
+	 */
+	@Test
+	void aRoleThatMayNotSendToTheQueueLeavesTheTickDue() {
+		this.admin.create(QueueDefinition.of("ticks"));
+		this.admin.create(QueueDefinition.of("allowed"));
+		this.jdbc.execute("DO $$ BEGIN CREATE ROLE ticker LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$");
+		try {
+			this.admin.grant("ticker", "allowed", QueueAdmin.Access.SEND);
+			this.jdbc.execute("GRANT SELECT, UPDATE ON pgqueue.schedule TO ticker");
+			this.admin.createSchedule(everyMinute("forbidden").build());
+			this.admin.createSchedule(everyMinute("permitted").queue("allowed").build());
+			Instant tick = Instant.now().truncatedTo(ChronoUnit.MINUTES);
+			this.jdbc.update("UPDATE pgqueue.schedule SET next_fire_at = ?", Timestamp.from(tick));
+			QueueContext asTicker = QueueContext.of(new org.springframework.jdbc.datasource.DriverManagerDataSource(
+					EmbeddedPostgres.get().jdbcUrl(), "ticker", ""));
+
+			new ScheduleRunner(new QueueTemplate(asTicker)).runDue();
+
+			assertThat(Db.count("ticks")).isZero();
+			assertThat(this.admin.schedule("forbidden").orElseThrow().nextFireAt()).isEqualTo(tick);
+			assertThat(Db.count("allowed")).isOne();
+			assertThat(this.admin.schedule("permitted").orElseThrow().nextFireAt()).isEqualTo(tick.plusSeconds(60));
+		}
+		finally {
+			this.jdbc.update("DELETE FROM pgqueue.queue_access");
+			this.jdbc.execute("REVOKE ALL ON pgqueue.schedule FROM ticker");
+		}
+	}
+
 	/** Moves the schedule's next tick ten minutes back: several ticks missed, the first of them returned. */
 	private Instant missTicks(String name) {
 		Instant missedFrom = Instant.now().truncatedTo(ChronoUnit.MINUTES).minus(10, ChronoUnit.MINUTES);

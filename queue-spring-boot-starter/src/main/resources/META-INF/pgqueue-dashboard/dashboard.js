@@ -238,8 +238,24 @@
     });
   }
 
+  function loadSchedules() {
+    return api('schedules').then(function (data) {
+      var body = $('schedules-table').tBodies[0];
+      body.replaceChildren();
+      data.schedules.forEach(function (s) {
+        var action = s.paused ? 'resume' : 'pause';
+        body.appendChild(el('tr', { 'data-name': s.name }, td(s.name), td(s.cron), td(s.zone), td(s.target),
+          td(s.missed), td(s.paused ? 'paused' : 'active', 'state'), td(time(s.nextFireAt)), td(time(s.lastFiredAt)),
+          td(s.fired, 'num'),
+          el('td', {}, button(action, function () {
+            write('schedules/' + action + '?' + q({ name: s.name }), undefined, function () { return 'schedule ' + s.name + ': ' + action; });
+          }))));
+      });
+    });
+  }
+
   function refresh() {
-    return Promise.all([loadQueues(), loadQueue(), loadDeadLetters(), loadListeners()])
+    return Promise.all([loadQueues(), loadQueue(), loadDeadLetters(), loadListeners(), loadSchedules()])
       .then(function () {
         status('updated ' + new Date().toLocaleTimeString(), false);
         document.body.setAttribute('data-loaded', String(Date.now()));

@@ -19,7 +19,8 @@ import org.springframework.transaction.support.TransactionTemplate;
 /**
  * Queue administration at runtime, for every JVM that shares the database: declare, create, alter
  * and drop queues, declare exchanges, purge queues, pause and resume their consumption, list them
- * with their stats, and redrive their dead letters. Usable with or without Spring: {@code new QueueAdmin(context)}, on the
+ * with their stats, redrive their dead letters, and create, alter, pause, resume, remove and list
+ * recurring messages (schedules). Usable with or without Spring: {@code new QueueAdmin(context)}, on the
  * {@link QueueContext} its template and listeners share.
  * <p>
  * Nothing here touches a message a consumer holds: a purge skips them, and a drop that would
@@ -46,6 +47,8 @@ public final class QueueAdmin {
 
 	private final RecordedRemovals removals;
 
+	private final Schedules schedules;
+
 	/** Runs a revoke's statements in one transaction (joining the caller's, if any). */
 	private final TransactionTemplate accessChange;
 
@@ -56,6 +59,7 @@ public final class QueueAdmin {
 		this.jdbc = new JdbcTemplate(context.dataSource());
 		this.sql = context.sql();
 		this.removals = context.removals();
+		this.schedules = new Schedules(context);
 		this.accessChange = new TransactionTemplate(new DataSourceTransactionManager(context.dataSource()));
 	}
 
@@ -404,6 +408,72 @@ public final class QueueAdmin {
 			}
 			return moved;
 		});
+	}
+
+	/**
+	 * Creates a recurring message (see {@link ScheduleDefinition}); its first tick is the first after
+	 * now. Every JVM that runs a {@link ScheduleRunner} on this schema sends its ticks, each once.
+	 * @throws IllegalStateException if a schedule of that name exists (change it with
+	 * {@link #alterSchedule}), or its queue or exchange is not declared
+	 */
+	public void createSchedule(ScheduleDefinition definition) {
+		this.schedules.create(definition);
+	}
+
+	/**
+	 * Changes a schedule. If its cron expression or zone changed, its next tick is the new
+	 * definition's first after now; otherwise the tick due stays due (with the new target, payload
+	 * and headers). A paused schedule stays paused.
+	 * @throws IllegalStateException if it does not exist, or its queue or exchange is not declared
+	 */
+	public void alterSchedule(ScheduleDefinition definition) {
+		this.schedules.alter(definition);
+	}
+
+	/**
+	 * Creates a schedule or changes it, as {@link #createSchedule} or {@link #alterSchedule} would (as
+	 * {@code pgqueue.schedules} does at startup): declaring the same definition again changes nothing.
+	 * @throws IllegalStateException if its queue or exchange is not declared
+	 */
+	public void declareSchedule(ScheduleDefinition definition) {
+		this.schedules.declare(definition);
+	}
+
+	/**
+	 * Pauses a schedule in every JVM: it sends nothing until it is resumed, and the ticks of the pause
+	 * are not made up for.
+	 * @throws IllegalStateException if it does not exist
+	 */
+	public void pauseSchedule(String name) {
+		this.schedules.pause(name);
+	}
+
+	/**
+	 * Resumes a paused schedule from its first tick after now; a schedule that is not paused is left
+	 * as it is.
+	 * @throws IllegalStateException if it does not exist
+	 */
+	public void resumeSchedule(String name) {
+		this.schedules.resume(name);
+	}
+
+	/**
+	 * Removes a schedule: no JVM sends a tick of it after this commits. (One declared under
+	 * {@code pgqueue.schedules} comes back at the next start of an application that declares it.)
+	 * @return whether there was one
+	 */
+	public boolean removeSchedule(String name) {
+		return this.schedules.remove(name);
+	}
+
+	/** Every schedule by name, with whether it is paused, its next tick and what it has sent. */
+	public List<ScheduleInfo> schedules() {
+		return this.schedules.list();
+	}
+
+	/** The schedule named {@code name}, if there is one. */
+	public java.util.Optional<ScheduleInfo> schedule(String name) {
+		return this.schedules.find(name);
 	}
 
 	/**

@@ -386,6 +386,54 @@ public final class QueueSql {
 
 	public final NamedStatement<None> currentTransaction;
 
+	// schedule.sql
+
+	/** A statement about one schedule; {@code schedules} takes a null name for all of them. */
+	public record ScheduleName(String name) {
+	}
+
+	/** Parameters of {@code due_schedules}. */
+	public record DueSchedules(long horizonMs, int limit) {
+	}
+
+	/** Parameters of {@code fire_schedule}: the compare-and-set of one tick. */
+	public record FireSchedule(String name, Instant due, Instant nextFireAt, boolean send, Instant tick, String cron,
+			String zone, String missed) {
+	}
+
+	/** Parameters of {@code create_schedule} and {@code alter_schedule}; payload and headers are JSON. */
+	public record ScheduleDefinition(String name, String cron, String zone, String queue, String exchange,
+			String routingKey, String payload, String headers, String missed, Instant nextFireAt) {
+	}
+
+	/** Parameters of {@code resume_schedule}. */
+	public record ResumeSchedule(String name, String cron, String zone, Instant nextFireAt) {
+	}
+
+	/** Parameters of {@code target_declared}: one of the two is null. */
+	public record ScheduleTarget(String queue, String exchange) {
+	}
+
+	public final NamedStatement<None> databaseNow;
+
+	public final NamedStatement<DueSchedules> dueSchedules;
+
+	public final NamedStatement<FireSchedule> fireSchedule;
+
+	public final NamedStatement<ScheduleDefinition> createSchedule;
+
+	public final NamedStatement<ScheduleDefinition> alterSchedule;
+
+	public final NamedStatement<ScheduleName> pauseSchedule;
+
+	public final NamedStatement<ResumeSchedule> resumeSchedule;
+
+	public final NamedStatement<ScheduleName> removeSchedule;
+
+	public final NamedStatement<ScheduleName> schedules;
+
+	public final NamedStatement<ScheduleTarget> targetDeclared;
+
 	private final String schema;
 
 	private static final java.util.Map<String, QueueSql> BY_SCHEMA = new java.util.concurrent.ConcurrentHashMap<>();
@@ -471,6 +519,16 @@ public final class QueueSql {
 		this.forgetAccess = NamedStatement.load(s, "admin", "forget_access", None.class);
 		this.recordRemoval = NamedStatement.load(s, "admin", "record_removal", RecordRemoval.class);
 		this.currentTransaction = NamedStatement.load(s, "admin", "current_transaction", None.class);
+		this.databaseNow = NamedStatement.load(s, "schedule", "database_now", None.class);
+		this.dueSchedules = NamedStatement.load(s, "schedule", "due_schedules", DueSchedules.class);
+		this.fireSchedule = NamedStatement.load(s, "schedule", "fire_schedule", FireSchedule.class);
+		this.createSchedule = NamedStatement.load(s, "schedule", "create_schedule", ScheduleDefinition.class);
+		this.alterSchedule = NamedStatement.load(s, "schedule", "alter_schedule", ScheduleDefinition.class);
+		this.pauseSchedule = NamedStatement.load(s, "schedule", "pause_schedule", ScheduleName.class);
+		this.resumeSchedule = NamedStatement.load(s, "schedule", "resume_schedule", ResumeSchedule.class);
+		this.removeSchedule = NamedStatement.load(s, "schedule", "remove_schedule", ScheduleName.class);
+		this.schedules = NamedStatement.load(s, "schedule", "schedules", ScheduleName.class);
+		this.targetDeclared = NamedStatement.load(s, "schedule", "target_declared", ScheduleTarget.class);
 	}
 
 	/** The validated schema name. */

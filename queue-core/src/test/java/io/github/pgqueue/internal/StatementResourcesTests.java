@@ -23,7 +23,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * The statement resources and their tests agree: every {@code -- name:} of the four
+ * The statement resources and their tests agree: every {@code -- name:} of the five
  * {@code .sql} resources has a test method of that name in camel case in the resource's test class
  * ({@code session.sql}: {@link SessionStatementsIntegrationTests}, and so on), so that a statement
  * added to a resource without a test fails the build here, naming it. And every
@@ -34,7 +34,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  */
 class StatementResourcesTests {
 
-	private static final List<String> FILES = List.of("session", "transactional", "send", "admin");
+	private static final List<String> FILES = List.of("session", "transactional", "send", "admin", "schedule");
 
 	private static final Pattern NAME = Pattern.compile("^-- name: (\\S+)\\s*$", Pattern.MULTILINE);
 

@@ -15,6 +15,7 @@ import io.github.pgqueue.MessageArchive;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.ScheduleRunner;
 import io.github.pgqueue.annotation.QueueListenerAnnotationBeanPostProcessor;
 import io.github.pgqueue.annotation.QueueListenerDefaults;
 import io.github.pgqueue.listener.QueueListenerContainerCustomizer;
@@ -112,12 +113,24 @@ public final class PgQueueAutoConfiguration {
 		return new MessageArchive(pgQueueContext);
 	}
 
+	/**
+	 * This JVM's scheduler: sends the ticks of the schedules, each once among every JVM that runs
+	 * one (off with {@code pgqueue.scheduler.enabled=false}).
+	 */
+	@Bean
+	@ConditionalOnMissingBean
+	@ConditionalOnBooleanProperty(name = "pgqueue.scheduler.enabled", matchIfMissing = true)
+	ScheduleRunner pgQueueScheduleRunner(QueueTemplate queueTemplate, PgQueueSchemaInitializer schema) {
+		return new ScheduleRunner(queueTemplate);
+	}
+
 	/** Each context declares its own queues (a child context's too). */
 	@Bean
 	@ConditionalOnMissingBean(search = SearchStrategy.CURRENT)
 	PgQueueSchemaInitializer pgQueueSchemaInitializer(@PgQueueDataSource ObjectProvider<DataSource> pgQueueDataSource,
 			ObjectProvider<DataSource> dataSource, PgQueueProperties properties, Environment environment) {
 		PgQueuePropertiesValidator.checkQueueKeys(environment);
+		PgQueuePropertiesValidator.checkScheduleKeys(environment);
 		return new PgQueueSchemaInitializer(dataSource(pgQueueDataSource, dataSource), properties);
 	}
 

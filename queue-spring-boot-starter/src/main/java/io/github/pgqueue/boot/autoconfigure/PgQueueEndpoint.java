@@ -9,6 +9,8 @@ import io.github.pgqueue.ArchivedMessage;
 import io.github.pgqueue.MessageArchive;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueStats;
+import io.github.pgqueue.ScheduleDefinition;
+import io.github.pgqueue.ScheduleInfo;
 import io.github.pgqueue.listener.QueueListenerContainer;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 import org.jspecify.annotations.Nullable;
@@ -22,9 +24,9 @@ import org.springframework.boot.actuate.endpoint.annotation.Selector;
 import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
 
 /**
- * The {@code pgqueue} actuator endpoint: reads the queues with their stats and the listeners with
- * their state, and a queue's archive; writes pause or resume a queue (for every consumer), redrive
- * its dead letters and send an archived message again.
+ * The {@code pgqueue} actuator endpoint: reads the queues with their stats, the listeners with
+ * their state, the schedules with their next tick, and a queue's archive; writes pause or resume a
+ * queue (for every consumer), redrive its dead letters and send an archived message again.
  * Like every endpoint but health, it is not exposed over the web unless
  * {@code management.endpoints.web.exposure.include} names it.
  */
@@ -45,7 +47,10 @@ public class PgQueueEndpoint {
 		this.archive = archive;
 	}
 
-	/** The declared queues with their policy, pause state and stats, and the listeners with their state. */
+	/**
+	 * The declared queues with their policy, pause state and stats, the listeners with their state,
+	 * and the schedules with their next tick and what they sent.
+	 */
 	@ReadOperation
 	public Map<String, Object> pgqueue() {
 		Map<String, Object> queues = new LinkedHashMap<>();
@@ -76,7 +81,27 @@ public class PgQueueEndpoint {
 			listener.put("mode", container.endpoint().containerProperties().mode().name().toLowerCase(java.util.Locale.ROOT));
 			listeners.put(container.endpoint().id(), listener);
 		}
-		return Map.of("queues", queues, "listeners", listeners);
+		Map<String, Object> schedules = new LinkedHashMap<>();
+		for (ScheduleInfo info : this.admin.schedules()) {
+			ScheduleDefinition definition = info.definition();
+			Map<String, Object> schedule = new LinkedHashMap<>();
+			schedule.put("cron", definition.cron());
+			schedule.put("zone", definition.zone().getId());
+			if (definition.queue() != null) {
+				schedule.put("queue", definition.queue());
+			}
+			else {
+				schedule.put("exchange", definition.exchange());
+				schedule.put("routingKey", definition.routingKey());
+			}
+			schedule.put("missed", definition.missed().value());
+			schedule.put("paused", info.paused());
+			schedule.put("nextFireAt", String.valueOf(info.nextFireAt()));
+			schedule.put("lastFiredAt", (info.lastFiredAt() != null) ? info.lastFiredAt().toString() : null);
+			schedule.put("fired", info.fired());
+			schedules.put(definition.name(), schedule);
+		}
+		return Map.of("queues", queues, "listeners", listeners, "schedules", schedules);
 	}
 
 	/**

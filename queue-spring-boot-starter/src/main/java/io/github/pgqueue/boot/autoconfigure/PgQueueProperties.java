@@ -47,6 +47,24 @@ public class PgQueueProperties {
 	/** Exchanges by name: publish routes a message to every bound queue whose binding matches. */
 	private Map<String, Exchange> exchanges = new LinkedHashMap<>();
 
+	/** Recurring messages by name, sent at each tick of a cron expression by whichever JVM gets there first. */
+	private Map<String, ScheduleProperties> schedules = new LinkedHashMap<>();
+
+	/** Settings of this JVM's scheduler, which sends the schedules' ticks. */
+	private final Scheduler scheduler = new Scheduler();
+
+	public Map<String, ScheduleProperties> getSchedules() {
+		return this.schedules;
+	}
+
+	public void setSchedules(Map<String, ScheduleProperties> schedules) {
+		this.schedules = schedules;
+	}
+
+	public Scheduler getScheduler() {
+		return this.scheduler;
+	}
+
 	public Map<String, Exchange> getExchanges() {
 		return this.exchanges;
 	}
@@ -101,6 +119,22 @@ public class PgQueueProperties {
 
 	public void setQueues(Map<String, Queue> queues) {
 		this.queues = queues;
+	}
+
+	/** Scheduler settings. */
+	public static class Scheduler {
+
+		/** Whether this JVM sends the ticks of the schedules (every JVM that does sends each tick at most once between them). */
+		private boolean enabled = true;
+
+		public boolean isEnabled() {
+			return this.enabled;
+		}
+
+		public void setEnabled(boolean enabled) {
+			this.enabled = enabled;
+		}
+
 	}
 
 	/** Template settings. */

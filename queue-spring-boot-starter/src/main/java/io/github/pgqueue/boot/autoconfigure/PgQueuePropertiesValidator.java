@@ -8,6 +8,7 @@ import java.util.Set;
 import io.github.pgqueue.ExchangeDefinition;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueNames;
+import io.github.pgqueue.ScheduleDefinition;
 
 import org.springframework.boot.context.properties.source.ConfigurationPropertyName;
 import org.springframework.boot.context.properties.source.ConfigurationPropertySource;
@@ -24,6 +25,12 @@ final class PgQueuePropertiesValidator {
 			"backoff.initial", "backoff.multiplier", "backoff.max", "dead-letter-queue", "deduplication-window", "retention");
 
 	private static final ConfigurationPropertyName QUEUES = ConfigurationPropertyName.of("pgqueue.queues");
+
+	/** The properties of one schedule under {@code pgqueue.schedules.<name>}, headers aside, in uniform form. */
+	private static final Set<String> SCHEDULE_PROPERTIES = Set.of("cron", "zone", "queue", "exchange", "routingkey",
+			"payload", "missed");
+
+	private static final ConfigurationPropertyName SCHEDULES = ConfigurationPropertyName.of("pgqueue.schedules");
 
 	private PgQueuePropertiesValidator() {
 	}
@@ -65,6 +72,80 @@ final class PgQueuePropertiesValidator {
 		}
 	}
 
+	/**
+	 * Fails on a {@code pgqueue.schedules.*} key that binds to nothing: a misspelt property, or a
+	 * schedule name with dots not written in brackets ({@code pgqueue.schedules[reports.nightly].cron}).
+	 */
+	static void checkScheduleKeys(Environment environment) {
+		for (ConfigurationPropertySource source : ConfigurationPropertySources.get(environment)) {
+			if (!(source instanceof IterableConfigurationPropertySource iterable)) {
+				continue;
+			}
+			iterable.filter(SCHEDULES::isAncestorOf).forEach((name) -> {
+				if (name.getNumberOfElements() < 4) {
+					return;
+				}
+				String property = name.getElement(3, ConfigurationPropertyName.Form.UNIFORM);
+				boolean known = SCHEDULE_PROPERTIES.contains(property) && name.getNumberOfElements() == 4;
+				if (known || property.equals("headers")) {
+					return;
+				}
+				String schedule = name.getElement(2, ConfigurationPropertyName.Form.ORIGINAL);
+				throw new InvalidConfigurationPropertyValueException(name.toString(), "(set)", "'"
+						+ name.subName(3) + "' is not a property of schedule '" + schedule + "' (cron, zone, queue, "
+						+ "exchange, routing-key, payload, headers, missed); a schedule name with dots is written in "
+						+ "brackets: pgqueue.schedules[" + schedule + ".name].cron");
+			});
+		}
+	}
+
+	/** The schedule of {@code pgqueue.schedules.<name>}, each value checked under its own property. */
+	static ScheduleDefinition schedule(String name, ScheduleProperties schedule) {
+		String prefix = "pgqueue.schedules." + name;
+		ScheduleDefinition.Builder builder = check(prefix, name, () -> ScheduleDefinition.builder(name));
+		check(prefix + ".cron", schedule.getCron(), () -> builder.cron(schedule.getCron()));
+		check(prefix + ".zone", schedule.getZone(), () -> builder.zone(schedule.getZone()));
+		String queue = org.springframework.util.StringUtils.hasText(schedule.getQueue()) ? schedule.getQueue() : null;
+		String exchange = org.springframework.util.StringUtils.hasText(schedule.getExchange()) ? schedule.getExchange()
+				: null;
+		if (queue != null && exchange != null) {
+			throw new InvalidConfigurationPropertyValueException(prefix + ".exchange", exchange,
+					"Give schedule '" + name + "' a queue or an exchange, not both");
+		}
+		if (queue == null && exchange == null) {
+			throw new InvalidConfigurationPropertyValueException(prefix + ".queue", null, "Give schedule '" + name
+					+ "' a queue to send to, or an exchange and a routing-key to publish with");
+		}
+		if (queue != null) {
+			check(prefix + ".queue", queue, () -> builder.queue(queue));
+			if (schedule.getRoutingKey() != null) {
+				throw new InvalidConfigurationPropertyValueException(prefix + ".routing-key", schedule.getRoutingKey(),
+						"Schedule '" + name + "' sends to a queue, and only a publish to an exchange takes a routing key");
+			}
+		}
+		else {
+			check(prefix + ".exchange", exchange, () -> QueueNames.requireQueue(exchange));
+			check(prefix + ".routing-key", schedule.getRoutingKey(),
+					() -> builder.exchange(exchange, schedule.getRoutingKey()));
+		}
+		check(prefix + ".payload", schedule.getPayload(), () -> builder.payload(schedule.getPayload()));
+		schedule.getHeaders().forEach((header, value) -> check(prefix + ".headers." + header, value,
+				() -> builder.header(header, value)));
+		check(prefix + ".missed", schedule.getMissed(),
+				() -> builder.missed(ScheduleDefinition.Missed.of(schedule.getMissed())));
+		return builder.build();
+	}
+
+	/** Runs {@code check}, turning its IllegalArgumentException into a failure naming {@code property}. */
+	private static <T> T check(String property, Object value, java.util.function.Supplier<T> check) {
+		try {
+			return check.get();
+		}
+		catch (IllegalArgumentException ex) {
+			throw new InvalidConfigurationPropertyValueException(property, value, ex.getMessage());
+		}
+	}
+
 	static void validate(PgQueueProperties properties) {
 		try {
 			QueueNames.requireSchema(properties.getSchema());
@@ -97,6 +178,7 @@ final class PgQueuePropertiesValidator {
 		}
 		properties.getQueues().forEach(PgQueuePropertiesValidator::definition);
 		properties.getExchanges().forEach((name, exchange) -> exchange(name, exchange, properties.getQueues().keySet()));
+		properties.getSchedules().forEach(PgQueuePropertiesValidator::schedule);
 	}
 
 	static ExchangeDefinition exchange(String name, PgQueueProperties.Exchange exchange, Set<String> queues) {

@@ -12,17 +12,20 @@ import io.github.pgqueue.ExchangeDefinition;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
+import io.github.pgqueue.ScheduleDefinition;
 import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.FlywayException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import org.springframework.beans.factory.InitializingBean;
+import org.springframework.boot.context.properties.source.InvalidConfigurationPropertyValueException;
 
 /**
  * Migrates pgqueue's schema with a private Flyway instance (its own history table, so the
  * application's own migrations are untouched) and writes the queue definitions of
- * {@code pgqueue.queues} and {@code pgqueue.exchanges}. Beans that use the schema depend on this one.
+ * {@code pgqueue.queues} and {@code pgqueue.exchanges}, then the schedules of {@code pgqueue.schedules}
+ * (created, or changed to match). Beans that use the schema depend on this one.
  */
 public class PgQueueSchemaInitializer implements InitializingBean {
 
@@ -44,6 +47,8 @@ public class PgQueueSchemaInitializer implements InitializingBean {
 
 	private final List<ExchangeDefinition> exchanges = new ArrayList<>();
 
+	private final List<ScheduleDefinition> schedules = new ArrayList<>();
+
 	PgQueueSchemaInitializer(DataSource dataSource, PgQueueProperties properties) {
 		PgQueuePropertiesValidator.validate(properties);
 		this.dataSource = dataSource;
@@ -52,6 +57,8 @@ public class PgQueueSchemaInitializer implements InitializingBean {
 		this.definitions = definitions(properties.getQueues());
 		properties.getExchanges().forEach((name, exchange) -> this.exchanges
 			.add(PgQueuePropertiesValidator.exchange(name, exchange, properties.getQueues().keySet())));
+		properties.getSchedules().forEach((name, schedule) -> this.schedules
+			.add(PgQueuePropertiesValidator.schedule(name, schedule)));
 	}
 
 	@Override
@@ -87,6 +94,16 @@ public class PgQueueSchemaInitializer implements InitializingBean {
 		QueueAdmin admin = new QueueAdmin(context);
 		this.definitions.forEach(admin::declare);
 		this.exchanges.forEach(admin::declare);
+		for (ScheduleDefinition schedule : this.schedules) {
+			try {
+				admin.declareSchedule(schedule);
+			}
+			catch (IllegalStateException ex) {
+				// the one thing the database can refuse: a target that is not declared
+				throw new InvalidConfigurationPropertyValueException("pgqueue.schedules." + schedule.name()
+						+ ((schedule.queue() != null) ? ".queue" : ".exchange"), schedule.target(), ex.getMessage());
+			}
+		}
 	}
 
 	/** The exchanges of {@code pgqueue.exchanges}. */

@@ -30,7 +30,10 @@ class PgQueueEndpointTests {
 		.withBean(Mailer.class)
 		.withPropertyValues("spring.datasource.url=" + this.postgres.jdbcUrl(),
 				"spring.datasource.username=" + this.postgres.username(), "pgqueue.queues.endpoint-mail.max-attempts=4",
-				"pgqueue.queues.endpoint-mail.deduplication-window=10m");
+				"pgqueue.queues.endpoint-mail.deduplication-window=10m",
+
+				"pgqueue.scheduler.enabled=false", "pgqueue.schedules.digest.cron=@daily",
+				"pgqueue.schedules.digest.queue=endpoint-mail");
 
 	static class Mailer {
 
@@ -59,6 +62,12 @@ class PgQueueEndpointTests {
 			Map<String, Object> listener = (Map<String, Object>) ((Map<String, Object>) read.get("listeners"))
 				.get("mailer");
 			assertThat(listener).containsEntry("state", "running").containsEntry("queues", List.of("endpoint-mail"));
+			Map<String, Object> schedule = (Map<String, Object>) ((Map<String, Object>) read.get("schedules"))
+				.get("digest");
+			assertThat(schedule).containsEntry("cron", "@daily").containsEntry("zone", "UTC")
+				.containsEntry("queue", "endpoint-mail").containsEntry("missed", "fire-once")
+				.containsEntry("paused", false).containsEntry("lastFiredAt", null).containsEntry("fired", 0L)
+				.containsKey("nextFireAt");
 
 			endpoint.queue("endpoint-mail", "pause", null, null);
 			assertThat(context.getBean(QueueAdmin.class).isPaused("endpoint-mail")).isTrue();

@@ -15,6 +15,8 @@ import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueNames;
 import io.github.pgqueue.QueueStats;
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.ScheduleDefinition;
+import io.github.pgqueue.ScheduleInfo;
 import io.github.pgqueue.listener.QueueListenerContainer;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 import jakarta.servlet.http.HttpServletRequest;
@@ -253,6 +255,43 @@ final class DashboardController {
 		}
 		logger.info("pgqueue dashboard: {} did {} on listener '{}'", user(principal), action, id);
 		return Map.of("id", id, "running", container.isRunning(), "paused", container.isPaused());
+	}
+
+	@GetMapping("/api/schedules")
+	Map<String, Object> schedules() {
+		List<Map<String, Object>> rows = new ArrayList<>();
+		for (ScheduleInfo info : this.admin.schedules()) {
+			ScheduleDefinition definition = info.definition();
+			Map<String, Object> row = new LinkedHashMap<>();
+			row.put("name", definition.name());
+			row.put("cron", definition.cron());
+			row.put("zone", definition.zone().getId());
+			row.put("target", (definition.queue() != null) ? "queue " + definition.queue()
+					: "exchange " + definition.exchange() + " (" + definition.routingKey() + ")");
+			row.put("missed", definition.missed().value());
+			row.put("paused", info.paused());
+			row.put("nextFireAt", String.valueOf(info.nextFireAt()));
+			row.put("lastFiredAt", (info.lastFiredAt() != null) ? info.lastFiredAt().toString() : null);
+			row.put("fired", info.fired());
+			rows.add(row);
+		}
+		return Map.of("schedules", rows);
+	}
+
+	@PostMapping("/api/schedules/{action}")
+	Map<String, Object> schedule(@PathVariable String action, @RequestParam String name, Principal principal) {
+		try {
+			switch (action) {
+				case "pause" -> this.admin.pauseSchedule(name);
+				case "resume" -> this.admin.resumeSchedule(name);
+				default -> throw new IllegalArgumentException("Unknown action '" + action + "': pause or resume");
+			}
+		}
+		catch (IllegalStateException ex) {
+			throw new IllegalArgumentException(ex.getMessage(), ex);
+		}
+		logger.info("pgqueue dashboard: {} did {} on schedule '{}'", user(principal), action, name);
+		return Map.of("name", name, "paused", action.equals("pause"));
 	}
 
 	/** Starts a listener; a start the registry refuses (a queue that does not exist) is a conflict. */

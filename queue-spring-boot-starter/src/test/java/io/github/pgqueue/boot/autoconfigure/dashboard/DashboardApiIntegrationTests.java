@@ -155,6 +155,43 @@ class DashboardApiIntegrationTests {
 	}
 
 	@Test
+	void listsSchedulesAndPausesAndResumesOne() {
+		this.runner.withPropertyValues("pgqueue.scheduler.enabled=false", "pgqueue.schedules.nightly.cron=0 0 2 * * *",
+				"pgqueue.schedules.nightly.zone=Europe/Paris", "pgqueue.schedules.nightly.queue=api").run((context) -> {
+					MockMvc mvc = MockMvcBuilders.webAppContextSetup(context).apply(springSecurity()).build();
+					mvc.perform(get("/pgqueue/api/schedules").with(this.admin))
+						.andExpect(status().isOk())
+						.andExpect(jsonPath("$.schedules[0].name").value("nightly"))
+						.andExpect(jsonPath("$.schedules[0].cron").value("0 0 2 * * *"))
+						.andExpect(jsonPath("$.schedules[0].zone").value("Europe/Paris"))
+						.andExpect(jsonPath("$.schedules[0].target").value("queue api"))
+						.andExpect(jsonPath("$.schedules[0].paused").value(false))
+						.andExpect(jsonPath("$.schedules[0].nextFireAt", containsString("T")))
+						.andExpect(jsonPath("$.schedules[0].fired").value(0));
+					mvc.perform(post("/pgqueue/api/schedules/pause").param("name", "nightly")
+						.with(this.admin)
+						.with(csrf())
+						.with(DashboardWrites.fromThePage())).andExpect(status().isOk());
+					mvc.perform(get("/pgqueue/api/schedules").with(this.admin))
+						.andExpect(jsonPath("$.schedules[0].paused").value(true));
+					mvc.perform(post("/pgqueue/api/schedules/resume").param("name", "nightly")
+						.with(this.admin)
+						.with(csrf())
+						.with(DashboardWrites.fromThePage())).andExpect(status().isOk());
+					mvc.perform(get("/pgqueue/api/schedules").with(this.admin))
+						.andExpect(jsonPath("$.schedules[0].paused").value(false));
+					mvc.perform(post("/pgqueue/api/schedules/pause").param("name", "absent")
+						.with(this.admin)
+						.with(csrf())
+						.with(DashboardWrites.fromThePage()))
+						.andExpect(status().isBadRequest())
+						.andExpect(jsonPath("$.error").value("Schedule 'absent' does not exist"));
+					mvc.perform(post("/pgqueue/api/schedules/pause").param("name", "nightly").with(this.admin))
+						.andExpect(status().isForbidden());
+				});
+	}
+
+	@Test
 	void aListenerStartTheRegistryRefusesIsAConflictThatSaysWhy() {
 		this.runner.withUserConfiguration(LaterListener.class).run((context) -> {
 			MockMvc mvc = MockMvcBuilders.webAppContextSetup(context).apply(springSecurity()).build();

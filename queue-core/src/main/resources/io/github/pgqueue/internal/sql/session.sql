@@ -639,19 +639,23 @@ SELECT l.id,
 -- snapshot predates that commit can still lock it after, and its re-check then finds it gone. The
 -- ids leave the session's holding row, the others keep their order (the first of messages handed
 -- out in turn is the one a handler has). A queue with a retention archives them (V23), this
--- attempt counted (attempts holds the ended ones).
+-- attempt counted (attempts holds the ended ones): the archive reads the deleted rows as the
+-- statement's snapshot still has them, and only if the queue keeps messages (a one-time filter,
+-- so that a queue without a retention pays one look-up of its definition and nothing else).
 WITH acked AS (
-    DELETE FROM pgqueue.message m
-     WHERE m.id = ANY(:ids) AND (m.queue = :queue) IS TRUE AND pg_backend_pid() = :pid
-    RETURNING m.id, pgqueue.unlock_at_commit(:namespace, m.id::bit(32)::int4) AS unlocked, m.payload, m.headers,
-              m.priority, m.attempts, m.max_attempts, m.group_key, m.deduplication_key, m.last_error, m.created_at
+    DELETE FROM pgqueue.message
+     WHERE id = ANY(:ids) AND (queue = :queue) IS TRUE AND pg_backend_pid() = :pid
+    RETURNING id, pgqueue.unlock_at_commit(:namespace, id::bit(32)::int4) AS unlocked
 ),
 archived AS (
     INSERT INTO pgqueue.archive (id, queue, outcome, payload, headers, priority, attempts, max_attempts, group_key,
                                  deduplication_key, last_error, created_at, expires_at)
-    SELECT a.id, :queue, 'acked', a.payload, a.headers, a.priority, a.attempts + 1, a.max_attempts, a.group_key,
-           a.deduplication_key, a.last_error, a.created_at, now() + q.retention_ms * interval '1 millisecond'
-      FROM acked a JOIN pgqueue.queue q ON q.name = :queue AND q.retention_ms IS NOT NULL
+    SELECT m.id, m.queue, 'acked', m.payload, m.headers, m.priority, m.attempts + 1, m.max_attempts, m.group_key,
+           m.deduplication_key, m.last_error, m.created_at,
+           now() + (SELECT q.retention_ms FROM pgqueue.queue q WHERE q.name = :queue) * interval '1 millisecond'
+      FROM pgqueue.message m
+     WHERE (SELECT q.retention_ms FROM pgqueue.queue q WHERE q.name = :queue) IS NOT NULL
+       AND m.id = ANY (ARRAY(SELECT id FROM acked))
 ),
 unheld AS (
     UPDATE pgqueue.holding h

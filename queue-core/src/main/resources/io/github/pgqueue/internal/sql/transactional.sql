@@ -536,18 +536,19 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
 -- name: ack
 -- Deletes messages in the handlers' transaction, which holds their locks; a queue with a
 -- retention archives them (V23), in the same transaction, with this attempt counted (attempts
--- holds the failed ones).
+-- holds the failed ones), as session.sql's ack does.
 WITH acked AS (
-    DELETE FROM pgqueue.message m WHERE m.id = ANY(:ids) AND (m.queue = :queue) IS TRUE
-    RETURNING m.id, m.payload, m.headers, m.priority, m.attempts, m.max_attempts, m.group_key, m.deduplication_key,
-              m.last_error, m.created_at
+    DELETE FROM pgqueue.message WHERE id = ANY(:ids) AND (queue = :queue) IS TRUE RETURNING id
 ),
 archived AS (
     INSERT INTO pgqueue.archive (id, queue, outcome, payload, headers, priority, attempts, max_attempts, group_key,
                                  deduplication_key, last_error, created_at, expires_at)
-    SELECT a.id, :queue, 'acked', a.payload, a.headers, a.priority, a.attempts + 1, a.max_attempts, a.group_key,
-           a.deduplication_key, a.last_error, a.created_at, now() + q.retention_ms * interval '1 millisecond'
-      FROM acked a JOIN pgqueue.queue q ON q.name = :queue AND q.retention_ms IS NOT NULL
+    SELECT m.id, m.queue, 'acked', m.payload, m.headers, m.priority, m.attempts + 1, m.max_attempts, m.group_key,
+           m.deduplication_key, m.last_error, m.created_at,
+           now() + (SELECT q.retention_ms FROM pgqueue.queue q WHERE q.name = :queue) * interval '1 millisecond'
+      FROM pgqueue.message m
+     WHERE (SELECT q.retention_ms FROM pgqueue.queue q WHERE q.name = :queue) IS NOT NULL
+       AND m.id = ANY (ARRAY(SELECT id FROM acked))
 )
 SELECT id FROM acked;
 

@@ -242,7 +242,7 @@ public final class QueueSql {
 
 	/** Parameters of {@code upsert_queue}. */
 	public record UpsertQueue(String name, int maxAttempts, long backoffInitialMs, double backoffMultiplier,
-			long backoffMaxMs, String deadLetterQueue) {
+			long backoffMaxMs, String deadLetterQueue, Integer rateLimitPermits, Integer rateLimitPeriodMs) {
 	}
 
 	/** Parameters of {@code redrive}. */
@@ -292,7 +292,7 @@ public final class QueueSql {
 
 	/** Parameters of {@code create_queue} and {@code alter_queue}. */
 	public record QueueDefinition(String name, int maxAttempts, long backoffInitialMs, double backoffMultiplier,
-			long backoffMaxMs, String deadLetterQueue) {
+			long backoffMaxMs, String deadLetterQueue, Integer rateLimitPermits, Integer rateLimitPeriodMs) {
 	}
 
 	/** Parameters of {@code set_paused}. */
@@ -368,6 +368,24 @@ public final class QueueSql {
 	public final NamedStatement<RecordRemoval> recordRemoval;
 
 	public final NamedStatement<None> currentTransaction;
+
+	// limits.sql
+
+	/** Parameters of {@code take_tokens}. */
+	public record TakeTokens(String queue, int wanted) {
+	}
+
+	/** Parameters of {@code give_back_tokens}. */
+	public record GiveBackTokens(String queue, int unused) {
+	}
+
+	public final NamedStatement<TakeTokens> takeTokens;
+
+	public final NamedStatement<GiveBackTokens> giveBackTokens;
+
+	public final NamedStatement<Queues> rateLimitedQueues;
+
+	public final NamedStatement<None> rateLimits;
 
 	private final String schema;
 
@@ -451,6 +469,10 @@ public final class QueueSql {
 		this.forgetAccess = NamedStatement.load(s, "admin", "forget_access", None.class);
 		this.recordRemoval = NamedStatement.load(s, "admin", "record_removal", RecordRemoval.class);
 		this.currentTransaction = NamedStatement.load(s, "admin", "current_transaction", None.class);
+		this.takeTokens = NamedStatement.load(s, "limits", "take_tokens", TakeTokens.class);
+		this.giveBackTokens = NamedStatement.load(s, "limits", "give_back_tokens", GiveBackTokens.class);
+		this.rateLimitedQueues = NamedStatement.load(s, "limits", "rate_limited_queues", Queues.class);
+		this.rateLimits = NamedStatement.load(s, "limits", "rate_limits", None.class);
 	}
 
 	/** The validated schema name. */

@@ -34,7 +34,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  */
 class StatementResourcesTests {
 
-	private static final List<String> FILES = List.of("session", "transactional", "send", "admin");
+	private static final List<String> FILES = List.of("session", "transactional", "send", "admin", "limits");
 
 	private static final Pattern NAME = Pattern.compile("^-- name: (\\S+)\\s*$", Pattern.MULTILINE);
 

@@ -36,14 +36,17 @@ SELECT (SELECT count(*) FROM pgqueue.message WHERE queue = :queue AND visible_at
 
 -- name: upsert_queue
 INSERT INTO pgqueue.queue AS q (name, max_attempts, backoff_initial_ms, backoff_multiplier,
-                                backoff_max_ms, dead_letter_queue)
-VALUES (:name, :max_attempts, :backoff_initial_ms, :backoff_multiplier, :backoff_max_ms, :dead_letter_queue)
+                                backoff_max_ms, dead_letter_queue, rate_limit_permits, rate_limit_period_ms)
+VALUES (:name, :max_attempts, :backoff_initial_ms, :backoff_multiplier, :backoff_max_ms, :dead_letter_queue,
+        :rate_limit_permits, :rate_limit_period_ms)
 ON CONFLICT (name) DO UPDATE
    SET max_attempts = excluded.max_attempts,
        backoff_initial_ms = excluded.backoff_initial_ms,
        backoff_multiplier = excluded.backoff_multiplier,
        backoff_max_ms = excluded.backoff_max_ms,
        dead_letter_queue = excluded.dead_letter_queue,
+       rate_limit_permits = excluded.rate_limit_permits,
+       rate_limit_period_ms = excluded.rate_limit_period_ms,
        updated_at = now();
 
 -- name: redrive
@@ -115,8 +118,9 @@ SELECT COALESCE(dead_letter_queue, pgqueue.default_dead_letter_queue(name)) FROM
 -- name: create_queue
 -- Inserts a queue's definition unless the queue exists: no row is changed then.
 INSERT INTO pgqueue.queue (name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms,
-                           dead_letter_queue)
-VALUES (:name, :max_attempts, :backoff_initial_ms, :backoff_multiplier, :backoff_max_ms, :dead_letter_queue)
+                           dead_letter_queue, rate_limit_permits, rate_limit_period_ms)
+VALUES (:name, :max_attempts, :backoff_initial_ms, :backoff_multiplier, :backoff_max_ms, :dead_letter_queue,
+        :rate_limit_permits, :rate_limit_period_ms)
 ON CONFLICT (name) DO NOTHING;
 
 -- name: alter_queue
@@ -124,7 +128,8 @@ ON CONFLICT (name) DO NOTHING;
 UPDATE pgqueue.queue
    SET max_attempts = :max_attempts, backoff_initial_ms = :backoff_initial_ms,
        backoff_multiplier = :backoff_multiplier, backoff_max_ms = :backoff_max_ms,
-       dead_letter_queue = :dead_letter_queue, updated_at = now()
+       dead_letter_queue = :dead_letter_queue, rate_limit_permits = :rate_limit_permits,
+       rate_limit_period_ms = :rate_limit_period_ms, updated_at = now()
  WHERE name = :name;
 
 -- name: drop_queue
@@ -146,7 +151,8 @@ SELECT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue) AS declared;
 
 -- name: queues
 -- Every declared queue with its policy, by name.
-SELECT name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, dead_letter_queue, paused
+SELECT name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, dead_letter_queue, paused,
+       rate_limit_permits, rate_limit_period_ms
   FROM pgqueue.queue
  ORDER BY name;
 
@@ -187,7 +193,8 @@ SELECT format(t, :schema::text, :role::text) AS statement FROM (VALUES
     ('GRANT SELECT, INSERT, UPDATE, DELETE ON %1$I.message TO %2$I'),
     ('GRANT SELECT ON %1$I.queue TO %2$I'),
     ('GRANT SELECT ON %1$I.setting TO %2$I'),
-    ('GRANT SELECT, INSERT, UPDATE, DELETE ON %1$I.holding TO %2$I')) AS s(t)
+    ('GRANT SELECT, INSERT, UPDATE, DELETE ON %1$I.holding TO %2$I'),
+    ('GRANT SELECT, INSERT, UPDATE ON %1$I.rate_bucket TO %2$I')) AS s(t)
 UNION ALL
 SELECT format('GRANT USAGE ON SEQUENCE %s TO %I',
               pg_get_serial_sequence(format('%I.' || t.name, :schema::text), t.id), :role::text)

@@ -227,6 +227,13 @@ public class PgQueueProperties {
 		/** Where exhausted messages go; by default the queue's name followed by ".dlq". */
 		private String deadLetterQueue;
 
+		/**
+		 * The most messages the queue's consumers in every JVM together hand to handlers, per
+		 * second or per minute, such as 100/s or 6000/m; none by default. Messages held back wait
+		 * in the queue, their attempts not counted.
+		 */
+		private String rateLimit;
+
 		public ConsumptionMode getMode() {
 			return this.mode;
 		}
@@ -261,6 +268,14 @@ public class PgQueueProperties {
 
 		public void setDeadLetterQueue(String deadLetterQueue) {
 			this.deadLetterQueue = deadLetterQueue;
+		}
+
+		public String getRateLimit() {
+			return this.rateLimit;
+		}
+
+		public void setRateLimit(String rateLimit) {
+			this.rateLimit = rateLimit;
 		}
 
 	}

@@ -7,6 +7,7 @@ import java.util.Set;
 import io.github.pgqueue.ExchangeDefinition;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueNames;
+import io.github.pgqueue.RateLimit;
 
 import org.springframework.boot.context.properties.source.ConfigurationPropertyName;
 import org.springframework.boot.context.properties.source.ConfigurationPropertySource;
@@ -20,7 +21,7 @@ final class PgQueuePropertiesValidator {
 
 	/** The properties of one queue under {@code pgqueue.queues.<name>}, in canonical form. */
 	private static final Set<String> QUEUE_PROPERTIES = Set.of("mode", "transaction-timeout", "max-attempts", "backoff", "backoff.initial",
-			"backoff.multiplier", "backoff.max", "dead-letter-queue");
+			"backoff.multiplier", "backoff.max", "dead-letter-queue", "rate-limit");
 
 	private static final ConfigurationPropertyName QUEUES = ConfigurationPropertyName.of("pgqueue.queues");
 
@@ -58,7 +59,7 @@ final class PgQueuePropertiesValidator {
 					.orElse("");
 				throw new InvalidConfigurationPropertyValueException(name.toString(), "(set)", "'" + rest
 						+ "' is not a property of queue '" + queue + "' (mode, transaction-timeout, max-attempts, backoff.initial, "
-						+ "backoff.multiplier, backoff.max, dead-letter-queue)" + hint);
+						+ "backoff.multiplier, backoff.max, dead-letter-queue, rate-limit)" + hint);
 			});
 		}
 	}
@@ -169,8 +170,18 @@ final class PgQueuePropertiesValidator {
 						queue.getDeadLetterQueue(), "A queue cannot be its own dead-letter queue");
 			}
 		}
+		RateLimit rateLimit = null;
+		if (queue.getRateLimit() != null) {
+			try {
+				rateLimit = RateLimit.parse(queue.getRateLimit());
+			}
+			catch (IllegalArgumentException ex) {
+				throw new InvalidConfigurationPropertyValueException(prefix + ".rate-limit", queue.getRateLimit(),
+						ex.getMessage());
+			}
+		}
 		return new QueueDefinition(name, queue.getMaxAttempts(), backoff.getInitial(), backoff.getMultiplier(),
-				backoff.getMax(), queue.getDeadLetterQueue());
+				backoff.getMax(), queue.getDeadLetterQueue(), rateLimit);
 	}
 
 }

@@ -90,7 +90,8 @@
       data.queues.forEach(function (s) {
         var link = el('a', { text: s.queue, 'data-queue': s.queue, onclick: function () { openQueue(s.queue); } });
         body.appendChild(el('tr', { 'data-queue': s.queue }, el('td', {}, link), td(s.ready, 'num'),
-          td(s.scheduled, 'num'), td(s.inFlight, 'num'), td(s.deadLettered, 'num'), td(age(s.oldestReadyAgeSeconds), 'num')));
+          td(s.scheduled, 'num'), td(s.inFlight, 'num'), td(s.deadLettered, 'num'), td(age(s.oldestReadyAgeSeconds), 'num'),
+          td(s.rateLimit ? s.rateLimit + ' (' + s.waitingForRateLimit + ' waiting)' : '', 'num')));
         if (!known.has(s.queue) && !/\.dlq$/.test(s.queue)) { origin.appendChild(el('option', { value: s.queue, text: s.queue })); }
       });
       drawChart(data.minutes);
@@ -146,7 +147,7 @@
       var p = data.policy;
       var rows = p ? [['max attempts', p.maxAttempts],
         ['back-off', p.backoffInitialMs + ' ms × ' + p.backoffMultiplier + ', at most ' + p.backoffMaxMs + ' ms'],
-        ['dead-letter queue', p.deadLetterQueue], ['declared', time(p.updatedAt)]]
+        ['dead-letter queue', p.deadLetterQueue], ['rate limit', p.rateLimit || 'none'], ['declared', time(p.updatedAt)]]
         : [['policy', 'not declared (defaults apply)']];
       rows.push(['messages', data.total]);
       rows.forEach(function (r) { policy.appendChild(el('dt', { text: r[0] })); policy.appendChild(el('dd', { text: String(r[1]) })); });

@@ -56,7 +56,8 @@ final class DashboardRepository {
 		// 1 queue. The stored policy; the dead-letter queue as a dead letter would find it.
 		this.policy = """
 				SELECT q.max_attempts, q.backoff_initial_ms, q.backoff_multiplier, q.backoff_max_ms,
-				       COALESCE(q.dead_letter_queue, %1$s.default_dead_letter_queue(q.name)), q.updated_at
+				       COALESCE(q.dead_letter_queue, %1$s.default_dead_letter_queue(q.name)), q.updated_at,
+				       q.rate_limit_permits || CASE q.rate_limit_period_ms WHEN 1000 THEN '/s' ELSE '/m' END
 				  FROM %1$s.queue q WHERE q.name = ?""".formatted(s);
 
 		// 1 queue.
@@ -96,7 +97,7 @@ final class DashboardRepository {
 
 	Optional<Policy> policy(String queue) {
 		return this.jdbc.query(this.policy, (rs, row) -> new Policy(rs.getInt(1), rs.getLong(2), rs.getDouble(3),
-				rs.getLong(4), rs.getString(5), instant(rs.getTimestamp(6))), queue).stream().findFirst();
+				rs.getLong(4), rs.getString(5), instant(rs.getTimestamp(6)), rs.getString(7)), queue).stream().findFirst();
 	}
 
 	long countMessages(String queue) {
@@ -132,9 +133,9 @@ final class DashboardRepository {
 		return (timestamp != null) ? timestamp.toInstant().toString() : null;
 	}
 
-	/** A queue's stored policy. */
+	/** A queue's stored policy; {@code rateLimit} as {@code 100/s} or {@code 6000/m}, null for none. */
 	record Policy(int maxAttempts, long backoffInitialMs, double backoffMultiplier, long backoffMaxMs,
-			String deadLetterQueue, String updatedAt) {
+			String deadLetterQueue, String updatedAt, String rateLimit) {
 	}
 
 	/**

@@ -25,7 +25,8 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 	static final int MIN_DRAIN_SECONDS = 3;
 
 	static final List<String> ALL = List.of("send", "send-batch", "drain", "latency-idle", "delayed", "steady",
-			"backlog", "idle-cost", "many-queues", "churn", "pressure", "filter", "fifo-groups", "memory", "binder");
+			"backlog", "idle-cost", "many-queues", "churn", "pressure", "filter", "fifo-groups", "memory", "binder",
+			"rate-limit");
 
 	static final List<String> QUICK = List.of("send", "send-batch", "drain", "latency-idle", "binder");
 

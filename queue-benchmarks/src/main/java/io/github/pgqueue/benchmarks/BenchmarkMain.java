@@ -99,6 +99,7 @@ public final class BenchmarkMain {
 			case "fifo-groups" -> new FifoGroupsScenario(context).run();
 			case "many-queues" -> new ManyQueuesScenario(context).run();
 			case "binder" -> new BinderScenario(context).run();
+			case "rate-limit" -> new RateLimitScenario(context).run();
 			default -> throw new IllegalArgumentException("Unknown scenario " + scenario);
 		}
 	}

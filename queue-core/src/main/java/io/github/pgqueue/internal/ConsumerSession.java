@@ -246,6 +246,17 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 	}
 
+	/** Which of {@code queues} have a rate limit now, read on this session's connection. */
+	public java.util.Set<String> rateLimitedQueues(List<String> queues) {
+		checkNotLost();
+		try {
+			return TokenBucket.limitedQueues(this.connection, this.sql, queues);
+		}
+		catch (SQLException ex) {
+			throw failure("read the rate limits of queues " + queues, ex);
+		}
+	}
+
 	/** Gives back {@code unused} tokens of a grant to {@code queue}'s bucket. */
 	public void giveBackTokens(String queue, int unused) {
 		checkNotLost();

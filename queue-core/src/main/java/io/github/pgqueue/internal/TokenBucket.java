@@ -39,20 +39,25 @@ public final class TokenBucket {
 		return new TokenBucket(dataSource, sql);
 	}
 
-	/** Which of {@code queues} have a rate limit now. */
+	/** Which of {@code queues} have a rate limit now, on a connection of {@code dataSource}. */
 	public static Set<String> limitedQueues(DataSource dataSource, QueueSql sql, List<String> queues) {
-		try (Connection connection = dataSource.getConnection();
-				PreparedStatement ps = sql.rateLimitedQueues.prepare(connection,
-						new QueueSql.Queues(queues.toArray(String[]::new)));
-				ResultSet rs = ps.executeQuery()) {
+		try (Connection connection = dataSource.getConnection()) {
+			return limitedQueues(connection, sql, queues);
+		}
+		catch (SQLException ex) {
+			throw new QueueException("Could not read the rate limits of queues " + queues + ": " + ex.getMessage(), ex);
+		}
+	}
+
+	/** {@code rate_limited_queues} on {@code connection}. */
+	static Set<String> limitedQueues(Connection connection, QueueSql sql, List<String> queues) throws SQLException {
+		try (PreparedStatement ps = sql.rateLimitedQueues.prepare(connection,
+				new QueueSql.Queues(queues.toArray(String[]::new))); ResultSet rs = ps.executeQuery()) {
 			Set<String> limited = new LinkedHashSet<>();
 			while (rs.next()) {
 				limited.add(rs.getString("name"));
 			}
 			return limited;
-		}
-		catch (SQLException ex) {
-			throw new QueueException("Could not read the rate limits of queues " + queues + ": " + ex.getMessage(), ex);
 		}
 	}
 

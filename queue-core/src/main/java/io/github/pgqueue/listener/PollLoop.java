@@ -2,7 +2,6 @@ package io.github.pgqueue.listener;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -137,18 +136,16 @@ final class PollLoop implements Runnable {
 	 * @param watched whether notifications and the registry's sweep of visible messages wake the
 	 * poller for all it would find: an idle poller, leader or not, then polls only every
 	 * {@link #WATCHED_IDLE_FACTOR} poll intervals
-	 * @param rateLimited the listener's queues that have a rate limit: the poller takes tokens
-	 * before each claim of those
 	 */
 	public static PollLoop session(QueueListenerEndpoint endpoint, Supplier<ConsumerSession> sessions,
 			PayloadConverter converter, ListenerMetrics metrics, ObservationRegistry observationRegistry,
 			QueueProcessObservationConvention observationConvention, boolean leader, Runnable wakeSiblings,
-			BooleanSupplier paused, BooleanSupplier watched, Set<String> rateLimited) {
+			BooleanSupplier paused, BooleanSupplier watched) {
 		ProcessObservation observation = ProcessObservation.of(observationRegistry, observationConvention, endpoint.id());
 		return new PollLoop(endpoint, (running) -> new SessionStrategy(
 				new Dispatcher(endpoint, converter, running, observation), sessions, metrics,
 				endpoint.containerProperties().batchSize(),
-				running, endpoint.headerFilter(), new RateLimiter(rateLimited, metrics)), leader, wakeSiblings, paused,
+				running, endpoint.headerFilter(), endpoint.containerProperties().queues()), leader, wakeSiblings, paused,
 				watched);
 	}
 
@@ -156,18 +153,16 @@ final class PollLoop implements Runnable {
 	 * A poller in transactional mode: batches are claimed and handled in transactions of
 	 * {@code transactionManager} on the context's DataSource, running {@code sql}; messages whose consumer died are
 	 * counted and run through sessions from {@code sessions}. Observation as in
-	 * {@link #session session}, rate limits too.
+	 * {@link #session session}.
 	 */
 	public static PollLoop transactional(QueueListenerEndpoint endpoint, QueueContext context, QueueSql sql,
 			PlatformTransactionManager transactionManager, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
 			ObservationRegistry observationRegistry, QueueProcessObservationConvention observationConvention,
-			boolean leader, Runnable wakeSiblings, BooleanSupplier paused, BooleanSupplier watched,
-			Set<String> rateLimited) {
+			boolean leader, Runnable wakeSiblings, BooleanSupplier paused, BooleanSupplier watched) {
 		ProcessObservation observation = ProcessObservation.of(observationRegistry, observationConvention, endpoint.id());
 		return new PollLoop(endpoint, (running) -> new TransactionalStrategy(
 				new Dispatcher(endpoint, context.payloadConverter(), running, observation), context, sql,
-				transactionManager, sessions, metrics, endpoint, running, new RateLimiter(rateLimited, metrics)), leader,
-				wakeSiblings, paused, watched);
+				transactionManager, sessions, metrics, endpoint, running), leader, wakeSiblings, paused, watched);
 	}
 
 	/**

@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.Set;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
@@ -13,7 +12,6 @@ import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.ListenerMetrics;
 import io.github.pgqueue.internal.QueueSql;
-import io.github.pgqueue.internal.TokenBucket;
 import io.github.pgqueue.observation.QueueProcessObservationConvention;
 import io.micrometer.observation.ObservationRegistry;
 import org.slf4j.Logger;
@@ -154,18 +152,14 @@ public final class QueueListenerContainer {
 			this.loops.clear();
 			ObservationRegistry observations = this.endpoint.containerProperties().observationEnabled()
 					? this.context.observationRegistry() : null;
-			// Read at each start: a limit set on one of these queues later applies from the next start
-			// (a limit changed or removed applies at the pollers' next claim; see RateLimiter).
-			Set<String> rateLimited = TokenBucket.limitedQueues(this.context.dataSource(), this.sql,
-					this.endpoint.containerProperties().queues());
 			for (int i = 0; i < this.endpoint.containerProperties().concurrency(); i++) {
 				this.loops.add((this.endpoint.containerProperties().mode() == ConsumptionMode.TRANSACTIONAL)
 						? PollLoop.transactional(this.endpoint, this.context, this.sql, this.transactionManager,
 								this.sessions, this.metrics, observations, this.observationConvention, i == 0, this::wakeAll,
-								this::isPaused, this.watched, rateLimited)
+								this::isPaused, this.watched)
 						: PollLoop.session(this.endpoint, this.sessions, this.context.payloadConverter(), this.metrics,
 								observations, this.observationConvention, i == 0, this::wakeAll, this::isPaused,
-								this.watched, rateLimited));
+								this.watched));
 			}
 			this.running = true;
 			try {

@@ -5,13 +5,15 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
 
 import io.github.pgqueue.internal.ListenerMetrics;
 import io.github.pgqueue.internal.TokenBucket;
 
 /**
  * A poller's side of its queues' rate limits: how many messages its next claim of a queue may take.
- * For a queue without a limit that is its batch, and nothing runs. For a limited one it takes a
+ * For a queue without a limit that is its batch, and nothing runs (but, once per poller at its first
+ * poll, the read of which of its queues have a limit). For a limited one it takes a
  * batch's worth of tokens from the queue's bucket first (one statement); when the bucket is short
  * the poller claims nothing and waits until a batch's worth is due, and asks the bucket again only
  * then (a wake-up before that runs no statement). Tokens a claim did not use go back.
@@ -29,16 +31,22 @@ final class RateLimiter {
 
 	}
 
-	/** The queues this poller takes tokens for: those limited when its listener started. */
-	private final Set<String> limited;
+	/** Reads which of the listener's queues have a limit. */
+	private final Supplier<Set<String>> limitedQueues;
+
+	/**
+	 * The queues this poller takes tokens for: those limited when it first polled (read then, not
+	 * when the listener starts, which must not need the database); null until then.
+	 */
+	private Set<String> limited;
 
 	/** Per limited queue, when its bucket is due to hold a batch again (System.nanoTime). */
 	private final Map<String, Long> notBefore = new HashMap<>();
 
 	private final ListenerMetrics metrics;
 
-	RateLimiter(Set<String> limited, ListenerMetrics metrics) {
-		this.limited = new HashSet<>(limited);
+	RateLimiter(Supplier<Set<String>> limitedQueues, ListenerMetrics metrics) {
+		this.limitedQueues = limitedQueues;
 		this.metrics = metrics;
 	}
 
@@ -47,6 +55,10 @@ final class RateLimiter {
 	 * permit of 0 says how long to wait.
 	 */
 	Permit take(String queue, int batchSize, Tokens tokens) {
+		if (this.limited == null) {
+			// One statement per poller, at its first poll; a failure is the poll's, backed off and retried.
+			this.limited = new HashSet<>(this.limitedQueues.get());
+		}
 		if (!this.limited.contains(queue)) {
 			return new Permit(batchSize, false, null);
 		}

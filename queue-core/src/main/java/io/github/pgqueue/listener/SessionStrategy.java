@@ -59,8 +59,9 @@ final class SessionStrategy implements ConsumptionStrategy {
 	};
 
 	SessionStrategy(Dispatcher dispatcher, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
-			int batchSize, BooleanSupplier running, HeaderFilter filter, RateLimiter limiter) {
-		this.limiter = limiter;
+			int batchSize, BooleanSupplier running, HeaderFilter filter, List<String> queues) {
+		// Read on the session's connection at the first poll, as the claims are.
+		this.limiter = new RateLimiter(() -> this.session.rateLimitedQueues(queues), metrics);
 		this.filter = filter;
 		this.dispatcher = dispatcher;
 		this.sessions = sessions;

@@ -145,7 +145,7 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 
 	TransactionalStrategy(Dispatcher dispatcher, QueueContext context, QueueSql sql,
 			PlatformTransactionManager transactionManager, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
-			QueueListenerEndpoint endpoint, BooleanSupplier running, RateLimiter limiter) {
+			QueueListenerEndpoint endpoint, BooleanSupplier running) {
 		this.dispatcher = dispatcher;
 		this.sql = sql;
 		this.dataSource = context.dataSource();
@@ -161,7 +161,8 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 		this.transactions.setName("pgqueue-" + endpoint.id());
 		this.transactions.setTimeout((int) Math.max(1, (this.timeout.toMillis() + 999) / 1000));
 		this.claims = claims(this.batchSize);
-		this.limiter = limiter;
+		this.limiter = new RateLimiter(() -> TokenBucket.limitedQueues(this.dataSource, sql,
+				endpoint.containerProperties().queues()), metrics);
 		TokenBucket bucket = TokenBucket.onDataSource(this.dataSource, sql);
 		this.tokens = new RateLimiter.Tokens() {
 

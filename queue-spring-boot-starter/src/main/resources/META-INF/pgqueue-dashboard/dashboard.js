@@ -90,7 +90,8 @@
       data.queues.forEach(function (s) {
         var link = el('a', { text: s.queue, 'data-queue': s.queue, onclick: function () { openQueue(s.queue); } });
         body.appendChild(el('tr', { 'data-queue': s.queue }, el('td', {}, link), td(s.ready, 'num'),
-          td(s.scheduled, 'num'), td(s.inFlight, 'num'), td(s.deadLettered, 'num'), td(age(s.oldestReadyAgeSeconds), 'num')));
+          td(s.scheduled, 'num'), td(s.inFlight, 'num'), td(s.deadLettered, 'num'), td(age(s.oldestReadyAgeSeconds), 'num'),
+          td(s.rateLimit ? s.rateLimit + ' (' + s.waitingForRateLimit + ' waiting)' : '', 'num')));
         if (!known.has(s.queue) && !/\.dlq$/.test(s.queue)) { origin.appendChild(el('option', { value: s.queue, text: s.queue })); }
       });
       drawChart(data.minutes);
@@ -149,6 +150,7 @@
         ['dead-letter queue', p.deadLetterQueue],
         ['deduplication window', p.deduplicationWindowMs == null ? 'none' : p.deduplicationWindowMs + ' ms'],
         ['retention', p.retentionMs == null ? 'none' : p.retentionMs + ' ms'],
+        ['rate limit', p.rateLimit || 'none'],
         ['declared', time(p.updatedAt)]]
         : [['policy', 'not declared (defaults apply)']];
       rows.push(['messages', data.total]);

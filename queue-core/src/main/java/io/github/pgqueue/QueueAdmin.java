@@ -203,10 +203,26 @@ public final class QueueAdmin {
 				new QueueDefinition(rs.getString("name"), rs.getInt("max_attempts"),
 						Duration.ofMillis(rs.getLong("backoff_initial_ms")), rs.getDouble("backoff_multiplier"),
 						Duration.ofMillis(rs.getLong("backoff_max_ms")), rs.getString("dead_letter_queue"),
-						duration(rs, "deduplication_window_ms"), duration(rs, "retention_ms")),
+						duration(rs, "deduplication_window_ms"), duration(rs, "retention_ms"), rateLimit(rs)),
 				rs.getBoolean("paused"), null));
 		// stats after the rows are read: each is a statement of its own on the template
 		return queues.stream().map((info) -> info.withStats(this.template.stats(info.definition().name()))).toList();
+	}
+
+	/**
+	 * Every queue with a rate limit: its limit, the tokens its bucket holds now, and how many of its
+	 * ready messages wait for the limit (those beyond what the bucket could hand out at once).
+	 */
+	public List<RateLimitState> rateLimits() {
+		List<RateLimitState> limits = this.jdbc.query(this.sql.rateLimits.with(new QueueSql.None()),
+				(rs, row) -> new RateLimitState(rs.getString("name"), rateLimit(rs), rs.getDouble("tokens"), 0));
+		// stats after the rows are read: each is a statement of its own on the template
+		return limits.stream().map((state) -> state.waiting(this.template.stats(state.queue()).ready())).toList();
+	}
+
+	private static RateLimit rateLimit(ResultSet rs) throws java.sql.SQLException {
+		int permits = rs.getInt("rate_limit_permits");
+		return rs.wasNull() ? null : new RateLimit(permits, Duration.ofMillis(rs.getInt("rate_limit_period_ms")));
 	}
 
 	/** What a role may do with a queue. */
@@ -286,10 +302,12 @@ public final class QueueAdmin {
 	/** Creates or updates the definition of a queue (as {@code pgqueue.queues} does at startup). */
 	public void declare(QueueDefinition definition) {
 		checkNoDeadLetterCycle(definition);
+		RateLimit limit = definition.rateLimit();
 		this.jdbc.update(this.sql.upsertQueue.with(new QueueSql.UpsertQueue(definition.name(), definition.maxAttempts(),
 				definition.backoffInitial().toMillis(), definition.backoffMultiplier(),
 				definition.backoffMax().toMillis(), definition.deadLetterQueue(),
-				millis(definition.deduplicationWindow()), millis(definition.retention()))));
+				millis(definition.deduplicationWindow()), millis(definition.retention()),
+				(limit != null) ? limit.permits() : null, (limit != null) ? (int) limit.period().toMillis() : null)));
 		if (definition.retention() != null) {
 			upkeepArchive();
 		}
@@ -507,9 +525,11 @@ public final class QueueAdmin {
 	}
 
 	private static QueueSql.QueueDefinition definition(QueueDefinition definition) {
+		RateLimit limit = definition.rateLimit();
 		return new QueueSql.QueueDefinition(definition.name(), definition.maxAttempts(),
 				definition.backoffInitial().toMillis(), definition.backoffMultiplier(), definition.backoffMax().toMillis(),
-				definition.deadLetterQueue(), millis(definition.deduplicationWindow()), millis(definition.retention()));
+				definition.deadLetterQueue(), millis(definition.deduplicationWindow()), millis(definition.retention()),
+				(limit != null) ? limit.permits() : null, (limit != null) ? (int) limit.period().toMillis() : null);
 	}
 
 	private static Long millis(Duration duration) {
@@ -540,6 +560,22 @@ public final class QueueAdmin {
 	private long count(String queue) {
 		return this.jdbc.query(this.sql.messageCount.with(new QueueSql.Queue(queue)), (rs, row) -> rs.getLong("messages"))
 			.get(0);
+	}
+
+	/**
+	 * A rate-limited queue now.
+	 * @param queue the queue
+	 * @param limit its limit
+	 * @param tokens how many messages its bucket could hand out at once (refilled to now, at most
+	 * {@link RateLimit#burst()})
+	 * @param waiting its ready messages beyond {@code floor(tokens)}: they wait for the limit
+	 */
+	public record RateLimitState(String queue, RateLimit limit, double tokens, long waiting) {
+
+		RateLimitState waiting(long ready) {
+			return new RateLimitState(this.queue, this.limit, this.tokens, Math.max(0, ready - (long) Math.floor(this.tokens)));
+		}
+
 	}
 
 	/**

@@ -100,6 +100,7 @@ public final class BenchmarkMain {
 			case "many-queues" -> new ManyQueuesScenario(context).run();
 			case "binder" -> new BinderScenario(context).run();
 			case "retention" -> new RetentionScenario(context).run();
+			case "rate-limit" -> new RateLimitScenario(context).run();
 			default -> throw new IllegalArgumentException("Unknown scenario " + scenario);
 		}
 	}

@@ -233,6 +233,42 @@ public final class ConsumerSession implements AutoCloseable {
 	}
 
 	/**
+	 * Takes up to {@code wanted} tokens of {@code queue}'s rate-limit bucket on this session's
+	 * connection, before a claim (see {@link TokenBucket}); null if the queue has no limit.
+	 */
+	public TokenBucket.Grant takeTokens(String queue, int wanted) {
+		checkNotLost();
+		try {
+			return TokenBucket.take(this.connection, this.sql, queue, wanted);
+		}
+		catch (SQLException ex) {
+			throw failure("take tokens of queue '" + queue + "'", ex);
+		}
+	}
+
+	/** Which of {@code queues} have a rate limit now, read on this session's connection. */
+	public java.util.Set<String> rateLimitedQueues(List<String> queues) {
+		checkNotLost();
+		try {
+			return TokenBucket.limitedQueues(this.connection, this.sql, queues);
+		}
+		catch (SQLException ex) {
+			throw failure("read the rate limits of queues " + queues, ex);
+		}
+	}
+
+	/** Gives back {@code unused} tokens of a grant to {@code queue}'s bucket. */
+	public void giveBackTokens(String queue, int unused) {
+		checkNotLost();
+		try {
+			TokenBucket.giveBack(this.connection, this.sql, queue, unused);
+		}
+		catch (SQLException ex) {
+			throw failure("give back tokens of queue '" + queue + "'", ex);
+		}
+	}
+
+	/**
 	 * Claims message {@code id} of transactional queue {@code queue} if it is a suspect: the last
 	 * transaction that held it aborted, or its claim is open and nobody holds it. Counts the attempt
 	 * the aborted transaction never wrote and this one, so that a message that kills its consumer

@@ -27,6 +27,8 @@ public final class ListenerMetrics {
 
 	private final Map<String, Timer> timers = new ConcurrentHashMap<>();
 
+	private final Map<String, Counter> waits = new ConcurrentHashMap<>();
+
 	public ListenerMetrics(MeterRegistry registry) {
 		this.registry = registry;
 	}
@@ -41,6 +43,18 @@ public final class ListenerMetrics {
 						.register(this.registry))
 				.increment(count);
 		}
+	}
+
+	/**
+	 * A poller of {@code queue} found its rate-limit bucket short of a batch and waits for tokens
+	 * instead of claiming ({@code pgqueue.rate.limit.waits}).
+	 */
+	public void rateLimitWait(String queue) {
+		this.waits.computeIfAbsent(queue, (key) -> Counter.builder("pgqueue.rate.limit.waits")
+			.description("Claims a poller did not make because the queue's rate limit had no tokens for them")
+			.tag("queue", queue)
+			.register(this.registry))
+			.increment();
 	}
 
 	public Timer timer(String queue) {

@@ -243,7 +243,7 @@ public final class QueueSql {
 	/** Parameters of {@code upsert_queue}. */
 	public record UpsertQueue(String name, int maxAttempts, long backoffInitialMs, double backoffMultiplier,
 			long backoffMaxMs, String deadLetterQueue,
-			Long deduplicationWindowMs, Long retentionMs) {
+			Long deduplicationWindowMs, Long retentionMs, Integer rateLimitPermits, Integer rateLimitPeriodMs) {
 	}
 
 	/** Parameters of {@code redrive}. */
@@ -294,7 +294,7 @@ public final class QueueSql {
 	/** Parameters of {@code create_queue} and {@code alter_queue}. */
 	public record QueueDefinition(String name, int maxAttempts, long backoffInitialMs, double backoffMultiplier,
 			long backoffMaxMs, String deadLetterQueue,
-			Long deduplicationWindowMs, Long retentionMs) {
+			Long deduplicationWindowMs, Long retentionMs, Integer rateLimitPermits, Integer rateLimitPeriodMs) {
 	}
 
 	/** Parameters of {@code set_paused}. */
@@ -434,6 +434,24 @@ public final class QueueSql {
 
 	public final NamedStatement<ScheduleTarget> targetDeclared;
 
+	// limits.sql
+
+	/** Parameters of {@code take_tokens}. */
+	public record TakeTokens(String queue, int wanted) {
+	}
+
+	/** Parameters of {@code give_back_tokens}. */
+	public record GiveBackTokens(String queue, int unused) {
+	}
+
+	public final NamedStatement<TakeTokens> takeTokens;
+
+	public final NamedStatement<GiveBackTokens> giveBackTokens;
+
+	public final NamedStatement<Queues> rateLimitedQueues;
+
+	public final NamedStatement<None> rateLimits;
+
 	private final String schema;
 
 	private static final java.util.Map<String, QueueSql> BY_SCHEMA = new java.util.concurrent.ConcurrentHashMap<>();
@@ -529,6 +547,11 @@ public final class QueueSql {
 		this.removeSchedule = NamedStatement.load(s, "schedule", "remove_schedule", ScheduleName.class);
 		this.schedules = NamedStatement.load(s, "schedule", "schedules", ScheduleName.class);
 		this.targetDeclared = NamedStatement.load(s, "schedule", "target_declared", ScheduleTarget.class);
+
+		this.takeTokens = NamedStatement.load(s, "limits", "take_tokens", TakeTokens.class);
+		this.giveBackTokens = NamedStatement.load(s, "limits", "give_back_tokens", GiveBackTokens.class);
+		this.rateLimitedQueues = NamedStatement.load(s, "limits", "rate_limited_queues", Queues.class);
+		this.rateLimits = NamedStatement.load(s, "limits", "rate_limits", None.class);
 	}
 
 	/** The validated schema name. */

@@ -145,7 +145,8 @@ final class PollLoop implements Runnable {
 		return new PollLoop(endpoint, (running) -> new SessionStrategy(
 				new Dispatcher(endpoint, converter, running, observation), sessions, metrics,
 				endpoint.containerProperties().batchSize(),
-				running, endpoint.headerFilter()), leader, wakeSiblings, paused, watched);
+				running, endpoint.headerFilter(), endpoint.containerProperties().queues()), leader, wakeSiblings, paused,
+				watched);
 	}
 
 	/**

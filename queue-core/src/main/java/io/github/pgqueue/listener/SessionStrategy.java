@@ -11,6 +11,7 @@ import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.internal.HeaderFilter;
 import io.github.pgqueue.internal.ListenerMetrics.Outcome;
 import io.github.pgqueue.internal.ListenerMetrics;
+import io.github.pgqueue.internal.TokenBucket;
 import io.github.pgqueue.listener.Dispatcher.Delivery;
 import io.micrometer.core.instrument.Timer;
 import org.slf4j.Logger;
@@ -40,8 +41,27 @@ final class SessionStrategy implements ConsumptionStrategy {
 	/** The listener's header filter; null when it takes every message. */
 	private final HeaderFilter filter;
 
+	private final RateLimiter limiter;
+
+	/** Tokens of rate-limited queues, taken on the session's connection. */
+	private final RateLimiter.Tokens tokens = new RateLimiter.Tokens() {
+
+		@Override
+		public TokenBucket.Grant take(String queue, int wanted) {
+			return SessionStrategy.this.session.takeTokens(queue, wanted);
+		}
+
+		@Override
+		public void giveBack(String queue, int unused) {
+			SessionStrategy.this.session.giveBackTokens(queue, unused);
+		}
+
+	};
+
 	SessionStrategy(Dispatcher dispatcher, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
-			int batchSize, BooleanSupplier running, HeaderFilter filter) {
+			int batchSize, BooleanSupplier running, HeaderFilter filter, List<String> queues) {
+		// Read on the session's connection at the first poll, as the claims are.
+		this.limiter = new RateLimiter(() -> this.session.rateLimitedQueues(queues), metrics);
 		this.filter = filter;
 		this.dispatcher = dispatcher;
 		this.sessions = sessions;
@@ -55,18 +75,26 @@ final class SessionStrategy implements ConsumptionStrategy {
 		if (this.session == null) {
 			this.session = this.sessions.get();
 		}
-		ConsumerSession.Claim claim = this.session.claim(queue, this.batchSize, mayTakeSuspects, this.filter);
+		RateLimiter.Permit permit = this.limiter.take(queue, this.batchSize, this.tokens);
+		if (permit.max() == 0) {
+			return new Polled(0, false, permit.waitFor());
+		}
+		ConsumerSession.Claim claim = this.session.claim(queue, permit.max(), mayTakeSuspects, this.filter);
 		this.metrics.processed(queue, Outcome.DEAD, claim.deadLettered());
+		if (!claim.messages().isEmpty()) {
+			if (claim.inTurn()) {
+				dispatchInTurn(queue, claim.messages());
+			}
+			else {
+				dispatch(queue, claim.messages());
+			}
+		}
+		// Once the batch is completed: the session holds nothing, whatever becomes of this statement.
+		this.limiter.used(queue, permit, claim.messages().size() + claim.deadLettered(), this.tokens);
 		if (claim.messages().isEmpty()) {
 			return new Polled(0, false, claim.nextVisibleIn());
 		}
-		if (claim.inTurn()) {
-			dispatchInTurn(queue, claim.messages());
-		}
-		else {
-			dispatch(queue, claim.messages());
-		}
-		return new Polled(claim.messages().size(), claim.messages().size() == this.batchSize, null);
+		return new Polled(claim.messages().size(), claim.messages().size() == permit.max(), null);
 	}
 
 	/**

@@ -10,8 +10,10 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
@@ -30,6 +32,7 @@ import io.github.pgqueue.internal.NamedStatement;
 import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.internal.QueueSql.TransactionalClaim;
 import io.github.pgqueue.internal.RecordedRemovals;
+import io.github.pgqueue.internal.TokenBucket;
 import io.github.pgqueue.listener.Dispatcher.Completion;
 import io.github.pgqueue.listener.Dispatcher.Delivery;
 import io.micrometer.core.instrument.Timer;
@@ -104,16 +107,19 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 	/** How many more messages run under a savepoint each, after a failure; 0 when handlers run without. */
 	private int guarded;
 
-	/** The claim, then the savepoint before the handlers, in one round trip. */
-	private final NamedStatement<TransactionalClaim> claimThenSavepoint;
+	/** The claims of a whole batch. */
+	private final Claims claims;
 
-	/** The same, going on from a cursor. */
-	private final NamedStatement<TransactionalClaim> cursorClaimThenSavepoint;
+	/**
+	 * The claims of fewer messages, by how many: a rate-limited queue's claim takes at most its
+	 * grant, which is a whole batch or the bucket's burst if that is smaller (see {@link RateLimiter}).
+	 */
+	private final Map<Integer, Claims> smallerClaims = new HashMap<>();
 
-	/** The two above, finding FIFO groups' heads through the group index (see {@link #scarce}). */
-	private final NamedStatement<TransactionalClaim> scanningClaimThenSavepoint;
+	/** Tokens of rate-limited queues, taken on a connection of the application's pool outside any transaction. */
+	private final RateLimiter.Tokens tokens;
 
-	private final NamedStatement<TransactionalClaim> scanningCursorClaimThenSavepoint;
+	private final RateLimiter limiter;
 
 	/**
 	 * The completing statements, each between its planner settings (see {@link QueueSql#withIndexPlans});
@@ -154,10 +160,23 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 		this.transactions = new TransactionTemplate(transactionManager);
 		this.transactions.setName("pgqueue-" + endpoint.id());
 		this.transactions.setTimeout((int) Math.max(1, (this.timeout.toMillis() + 999) / 1000));
-		this.claimThenSavepoint = claimThenSavepoint(this.sql.transactionalClaimWalk);
-		this.cursorClaimThenSavepoint = claimThenSavepoint(this.sql.transactionalClaimWalkAfter);
-		this.scanningClaimThenSavepoint = claimThenSavepoint(this.sql.transactionalClaimScanningHeads);
-		this.scanningCursorClaimThenSavepoint = claimThenSavepoint(this.sql.transactionalClaimScanningHeadsAfter);
+		this.claims = claims(this.batchSize);
+		this.limiter = new RateLimiter(() -> TokenBucket.limitedQueues(this.dataSource, sql,
+				endpoint.containerProperties().queues()), metrics);
+		TokenBucket bucket = TokenBucket.onDataSource(this.dataSource, sql);
+		this.tokens = new RateLimiter.Tokens() {
+
+			@Override
+			public TokenBucket.Grant take(String queue, int wanted) {
+				return bucket.take(queue, wanted);
+			}
+
+			@Override
+			public void giveBack(String queue, int unused) {
+				bucket.giveBack(queue, unused);
+			}
+
+		};
 		this.completions = new Completions(this.sql, "");
 		this.completionsReleasingClaim = new Completions(this.sql, "RELEASE SAVEPOINT " + CLAIMED);
 		this.lockClaimed = this.sql.lockClaimed.between(QueueSql.READ_COMMITTED_TRANSACTION, "");
@@ -167,9 +186,27 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 	 * A claim's round trip: READ COMMITTED for the transaction (it is its first statement), the
 	 * claim and the savepoint before the handlers.
 	 */
-	private NamedStatement<TransactionalClaim> claimThenSavepoint(NamedStatement<TransactionalClaim> claim) {
+	private NamedStatement<TransactionalClaim> claimThenSavepoint(NamedStatement<TransactionalClaim> claim, int max) {
 		return QueueSql.withIndexPlans(QueueSql.READ_COMMITTED_TRANSACTION,
-				claim.variant(this.batchSize, this.filter != null), "SAVEPOINT " + CLAIMED);
+				claim.variant(max, this.filter != null), "SAVEPOINT " + CLAIMED);
+	}
+
+	/** The four claims of at most {@code max} messages. */
+	private Claims claims(int max) {
+		return new Claims(claimThenSavepoint(this.sql.transactionalClaimWalk, max),
+				claimThenSavepoint(this.sql.transactionalClaimWalkAfter, max),
+				claimThenSavepoint(this.sql.transactionalClaimScanningHeads, max),
+				claimThenSavepoint(this.sql.transactionalClaimScanningHeadsAfter, max));
+	}
+
+	/**
+	 * A claim's four variants, each followed by the savepoint before the handlers in its round trip.
+	 * @param walk from the head
+	 * @param walkAfter going on from a cursor
+	 * @param scanning, scanningAfter the two above, finding FIFO groups' heads through the group index
+	 */
+	private record Claims(NamedStatement<TransactionalClaim> walk, NamedStatement<TransactionalClaim> walkAfter,
+			NamedStatement<TransactionalClaim> scanning, NamedStatement<TransactionalClaim> scanningAfter) {
 	}
 
 	/** The completing statements of a transaction, each after {@code before} in its round trip. */
@@ -186,8 +223,14 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 
 	@Override
 	public Polled poll(String queue, boolean mayTakeSuspects) {
+		RateLimiter.Permit permit = this.limiter.take(queue, this.batchSize, this.tokens);
+		if (permit.max() == 0) {
+			return new Polled(0, false, permit.waitFor());
+		}
 		Timer timer = this.metrics.timer(queue);
-		Batch batch = this.transactions.execute((status) -> runBatch(queue, status, timer));
+		Batch batch = this.transactions.execute((status) -> runBatch(queue, permit.max(), status, timer));
+		// Suspects count as used whether this poller may run them or not: the upper bound holds.
+		this.limiter.used(queue, permit, batch.claimed + batch.suspects.size(), this.tokens);
 		batch.counted(this.metrics, queue);
 		if (batch.fatal != null) {
 			throw new HandlerFatalError(batch.fatal);
@@ -201,7 +244,7 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 				handled += runSuspect(queue, id, timer);
 			}
 		}
-		return new Polled(handled, claimAgain(queue, batch), batch.nextVisibleIn);
+		return new Polled(handled, claimAgain(queue, batch, permit.max()), batch.nextVisibleIn);
 	}
 
 	/**
@@ -213,25 +256,25 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 	 * head may hold more (rows released behind the cursor). A claim from the head that comes back
 	 * short without filling its window ends the run: the poller waits.
 	 */
-	private boolean claimAgain(String queue, Batch batch) {
+	private boolean claimAgain(String queue, Batch batch, int max) {
 		if (!batch.fromCursor) {
 			this.foundSinceHead.remove(queue);
 		}
 		if (batch.claimed > 0) {
 			this.foundSinceHead.add(queue);
 		}
-		return batch.claimed == this.batchSize || batch.windowEnd != null
+		return batch.claimed == max || batch.windowEnd != null
 				|| (batch.fromCursor && this.foundSinceHead.contains(queue));
 	}
 
-	private Batch runBatch(String queue, TransactionStatus status, Timer timer) {
+	private Batch runBatch(String queue, int max, TransactionStatus status, Timer timer) {
 		Connection connection = DataSourceUtils.getConnection(this.dataSource);
-		return RecordedRemovals.asConsumer(connection, () -> runBatch(queue, connection, timer));
+		return RecordedRemovals.asConsumer(connection, () -> runBatch(queue, max, connection, timer));
 	}
 
-	private Batch runBatch(String queue, Connection connection, Timer timer) {
+	private Batch runBatch(String queue, int max, Connection connection, Timer timer) {
 		long deadline = System.nanoTime() + this.timeout.toNanos();
-		Batch batch = claim(queue, connection);
+		Batch batch = claim(queue, max, connection);
 		List<Delivery> deliveries = new ArrayList<>(batch.messages.size());
 		List<ClaimedMessage> usable = new ArrayList<>(batch.messages.size());
 		for (ClaimedMessage message : batch.messages) {
@@ -433,15 +476,16 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 	 * where this poller's last full batch ended, as a session poller does (see
 	 * {@link ConsumerSession}), or from the head.
 	 */
-	private Batch claim(String queue, Connection connection) {
+	private Batch claim(String queue, int max, Connection connection) {
 		Batch batch = new Batch();
+		Claims claims = (max == this.batchSize) ? this.claims : this.smallerClaims.computeIfAbsent(max, this::claims);
 		ClaimCursors.Next next = this.cursors.next(queue);
 		ClaimCursor cursor = next.after();
 		batch.fromCursor = cursor != null;
 		ClaimCursor last = null;
 		NamedStatement<TransactionalClaim> statement = next.scanHeads()
-				? ((cursor != null) ? this.scanningCursorClaimThenSavepoint : this.scanningClaimThenSavepoint)
-				: ((cursor != null) ? this.cursorClaimThenSavepoint : this.claimThenSavepoint);
+				? ((cursor != null) ? claims.scanningAfter() : claims.scanning())
+				: ((cursor != null) ? claims.walkAfter() : claims.walk());
 		TransactionalClaim parameters = new TransactionalClaim(queue,
 				(this.filter != null) ? this.filter.documents() : null, this.namespace, this.maxPayloadBytes,
 				(cursor != null) ? cursor.priority() : null, (cursor != null) ? cursor.visibleAtMicros() : null,
@@ -479,7 +523,7 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 					+ ex.getMessage(), ex);
 		}
 		batch.claimed = batch.messages.size();
-		if (batch.claimed == this.batchSize) {
+		if (batch.claimed == max) {
 			this.cursors.full(queue, next, last);
 		}
 		else if (batch.windowEnd != null) {

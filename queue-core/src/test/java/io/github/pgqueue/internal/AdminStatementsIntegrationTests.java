@@ -153,18 +153,19 @@ class AdminStatementsIntegrationTests {
 		Connection connection = this.connections.open();
 
 		assertThat(update(connection, this.sql.upsertQueue, new QueueSql.UpsertQueue("up", 3, 100, 1.5, 5000,
-				"up-dead", null, null))).isEqualTo(1);
+				"up-dead", null, null, 100, 1000))).isEqualTo(1);
 		assertThat(queue("up")).containsExactly(entry("name", "up"), entry("max_attempts", 3),
 				entry("backoff_initial_ms", 100L), entry("backoff_multiplier", 1.5), entry("backoff_max_ms", 5000L),
-				entry("dead_letter_queue", "up-dead"), entry("paused", false), entry("recently_updated", true));
+				entry("dead_letter_queue", "up-dead"), entry("paused", false), entry("rate_limit_permits", 100),
+				entry("rate_limit_period_ms", 1000), entry("recently_updated", true));
 
 		this.jdbc.update("UPDATE pgqueue.queue SET paused = true, updated_at = now() - interval '1 hour'");
-		assertThat(update(connection, this.sql.upsertQueue, new QueueSql.UpsertQueue("up", 7, 200, 2.5, 9000, null,
-				60000L, 3600000L)))
-			.isEqualTo(1);
-		assertThat(queue("up")).as("the policy replaced, the pause kept").containsExactly(entry("name", "up"),
-				entry("max_attempts", 7), entry("backoff_initial_ms", 200L), entry("backoff_multiplier", 2.5),
-				entry("backoff_max_ms", 9000L), entry("dead_letter_queue", null), entry("paused", true),
+		assertThat(update(connection, this.sql.upsertQueue, new QueueSql.UpsertQueue("up", 7, 200, 2.5, 9000, null, 60000L,
+				3600000L, null, null))).isEqualTo(1);
+		assertThat(queue("up")).as("the policy replaced (the rate limit removed), the pause kept").containsExactly(
+				entry("name", "up"), entry("max_attempts", 7), entry("backoff_initial_ms", 200L),
+				entry("backoff_multiplier", 2.5), entry("backoff_max_ms", 9000L), entry("dead_letter_queue", null),
+				entry("paused", true), entry("rate_limit_permits", null), entry("rate_limit_period_ms", null),
 				entry("recently_updated", true));
 		assertThat(this.jdbc.queryForList("SELECT deduplication_window_ms, retention_ms FROM pgqueue.queue WHERE name = 'up'"))
 			.containsExactly(Map.of("deduplication_window_ms", 60000L, "retention_ms", 3600000L));
@@ -307,7 +308,7 @@ class AdminStatementsIntegrationTests {
 		assertThat(update(connection, this.sql.createQueue, definition("created", 3, null))).isEqualTo(1);
 		assertThat(queue("created")).contains(entry("max_attempts", 3), entry("backoff_initial_ms", 100L),
 				entry("backoff_multiplier", 1.5), entry("backoff_max_ms", 5000L), entry("dead_letter_queue", null),
-				entry("paused", false));
+				entry("paused", false), entry("rate_limit_permits", 6000), entry("rate_limit_period_ms", 60000));
 
 		assertThat(update(connection, this.sql.createQueue, definition("created", 9, "dead"))).as("it exists")
 			.isZero();
@@ -327,7 +328,8 @@ class AdminStatementsIntegrationTests {
 		assertThat(update(connection, this.sql.alterQueue, definition("altered", 9, "dead"))).isEqualTo(1);
 		assertThat(queue("altered")).contains(entry("max_attempts", 9), entry("backoff_initial_ms", 100L),
 				entry("backoff_multiplier", 1.5), entry("backoff_max_ms", 5000L), entry("dead_letter_queue", "dead"),
-				entry("paused", true), entry("recently_updated", true));
+				entry("paused", true), entry("rate_limit_permits", 6000), entry("rate_limit_period_ms", 60000),
+				entry("recently_updated", true));
 	}
 
 	@Test
@@ -392,15 +394,15 @@ class AdminStatementsIntegrationTests {
 	@Test
 	void queues() throws SQLException {
 		this.jdbc.update("INSERT INTO pgqueue.queue (name, max_attempts, backoff_initial_ms, backoff_multiplier, "
-				+ "backoff_max_ms, dead_letter_queue, paused) VALUES ('b', 3, 10, 1.5, 100, 'b-dead', true), "
-				+ "('a', 5, 1000, 2.0, 600000, null, false)");
+				+ "backoff_max_ms, dead_letter_queue, paused, rate_limit_permits, rate_limit_period_ms) VALUES "
+				+ "('b', 3, 10, 1.5, 100, 'b-dead', true, 5, 1000), ('a', 5, 1000, 2.0, 600000, null, false, null, null)");
 		Connection connection = this.connections.open();
 
 		assertThat(rows(connection, this.sql.queues, new QueueSql.None()))
 			.extracting("name", "max_attempts", "backoff_initial_ms", "backoff_multiplier", "backoff_max_ms",
-					"dead_letter_queue", "paused")
-			.containsExactly(tuple("a", 5, 1000L, 2.0, 600000L, null, false),
-					tuple("b", 3, 10L, 1.5, 100L, "b-dead", true));
+					"dead_letter_queue", "paused", "rate_limit_permits", "rate_limit_period_ms")
+			.containsExactly(tuple("a", 5, 1000L, 2.0, 600000L, null, false, null, null),
+					tuple("b", 3, 10L, 1.5, 100L, "b-dead", true, 5, 1000));
 	}
 
 	@Test
@@ -523,6 +525,7 @@ class AdminStatementsIntegrationTests {
 				"GRANT SELECT, INSERT, UPDATE, DELETE ON pgqueue.holding TO \"Stmt Reader\"",
 				"GRANT SELECT ON pgqueue.deduplication_key TO \"Stmt Reader\"",
 				"GRANT SELECT, INSERT ON pgqueue.archive TO \"Stmt Reader\"",
+				"GRANT SELECT, INSERT, UPDATE ON pgqueue.rate_bucket TO \"Stmt Reader\"",
 				"GRANT USAGE ON SEQUENCE pgqueue.message_id_seq TO \"Stmt Reader\"",
 				"GRANT USAGE ON SEQUENCE pgqueue.holding_session_seq TO \"Stmt Reader\"");
 		for (Map<String, Object> row : rows) {
@@ -691,14 +694,14 @@ class AdminStatementsIntegrationTests {
 	}
 
 	private static QueueSql.QueueDefinition definition(String name, int maxAttempts, String deadLetterQueue) {
-		return new QueueSql.QueueDefinition(name, maxAttempts, 100, 1.5, 5000, deadLetterQueue, null, null);
+		return new QueueSql.QueueDefinition(name, maxAttempts, 100, 1.5, 5000, deadLetterQueue, null, null, 6000, 60000);
 	}
 
 	/** Queue {@code name}'s definition, and whether it was updated in the last minute; null if none. */
 	private Map<String, Object> queue(String name) {
 		List<Map<String, Object>> rows = this.jdbc.queryForList("SELECT name, max_attempts, backoff_initial_ms, "
-				+ "backoff_multiplier, backoff_max_ms, dead_letter_queue, paused, "
-				+ "updated_at > now() - interval '1 minute' AS recently_updated FROM pgqueue.queue WHERE name = ?", name);
+				+ "backoff_multiplier, backoff_max_ms, dead_letter_queue, paused, rate_limit_permits, "
+				+ "rate_limit_period_ms, updated_at > now() - interval '1 minute' AS recently_updated FROM pgqueue.queue WHERE name = ?", name);
 		return rows.isEmpty() ? null : rows.get(0);
 	}
 

@@ -34,7 +34,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  */
 class StatementResourcesTests {
 
-	private static final List<String> FILES = List.of("session", "transactional", "send", "admin", "schedule");
+	private static final List<String> FILES = List.of("session", "transactional", "send", "admin", "schedule", "limits");
 
 	private static final Pattern NAME = Pattern.compile("^-- name: (\\S+)\\s*$", Pattern.MULTILINE);
 

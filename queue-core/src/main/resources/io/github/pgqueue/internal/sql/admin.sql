@@ -36,9 +36,10 @@ SELECT (SELECT count(*) FROM pgqueue.message WHERE queue = :queue AND visible_at
 
 -- name: upsert_queue
 INSERT INTO pgqueue.queue AS q (name, max_attempts, backoff_initial_ms, backoff_multiplier,
-                                backoff_max_ms, dead_letter_queue, deduplication_window_ms, retention_ms)
+                                backoff_max_ms, dead_letter_queue, deduplication_window_ms, retention_ms,
+                                rate_limit_permits, rate_limit_period_ms)
 VALUES (:name, :max_attempts, :backoff_initial_ms, :backoff_multiplier, :backoff_max_ms, :dead_letter_queue,
-        :deduplication_window_ms, :retention_ms)
+        :deduplication_window_ms, :retention_ms, :rate_limit_permits, :rate_limit_period_ms)
 ON CONFLICT (name) DO UPDATE
    SET max_attempts = excluded.max_attempts,
        backoff_initial_ms = excluded.backoff_initial_ms,
@@ -47,6 +48,8 @@ ON CONFLICT (name) DO UPDATE
        dead_letter_queue = excluded.dead_letter_queue,
        deduplication_window_ms = excluded.deduplication_window_ms,
        retention_ms = excluded.retention_ms,
+       rate_limit_permits = excluded.rate_limit_permits,
+       rate_limit_period_ms = excluded.rate_limit_period_ms,
        updated_at = now();
 
 -- name: redrive
@@ -118,9 +121,10 @@ SELECT COALESCE(dead_letter_queue, pgqueue.default_dead_letter_queue(name)) FROM
 -- name: create_queue
 -- Inserts a queue's definition unless the queue exists: no row is changed then.
 INSERT INTO pgqueue.queue (name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms,
-                           dead_letter_queue, deduplication_window_ms, retention_ms)
+                           dead_letter_queue, deduplication_window_ms, retention_ms,
+                           rate_limit_permits, rate_limit_period_ms)
 VALUES (:name, :max_attempts, :backoff_initial_ms, :backoff_multiplier, :backoff_max_ms, :dead_letter_queue,
-        :deduplication_window_ms, :retention_ms)
+        :deduplication_window_ms, :retention_ms, :rate_limit_permits, :rate_limit_period_ms)
 ON CONFLICT (name) DO NOTHING;
 
 -- name: alter_queue
@@ -129,7 +133,8 @@ UPDATE pgqueue.queue
    SET max_attempts = :max_attempts, backoff_initial_ms = :backoff_initial_ms,
        backoff_multiplier = :backoff_multiplier, backoff_max_ms = :backoff_max_ms,
        dead_letter_queue = :dead_letter_queue, deduplication_window_ms = :deduplication_window_ms,
-       retention_ms = :retention_ms, updated_at = now()
+       retention_ms = :retention_ms, rate_limit_permits = :rate_limit_permits,
+       rate_limit_period_ms = :rate_limit_period_ms, updated_at = now()
  WHERE name = :name;
 
 -- name: drop_queue
@@ -152,7 +157,7 @@ SELECT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue) AS declared;
 -- name: queues
 -- Every declared queue with its policy, by name.
 SELECT name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, dead_letter_queue,
-       deduplication_window_ms, retention_ms, paused
+       deduplication_window_ms, retention_ms, paused, rate_limit_permits, rate_limit_period_ms
   FROM pgqueue.queue
  ORDER BY name;
 
@@ -195,7 +200,8 @@ SELECT format(t, :schema::text, :role::text) AS statement FROM (VALUES
     ('GRANT SELECT ON %1$I.setting TO %2$I'),
     ('GRANT SELECT, INSERT, UPDATE, DELETE ON %1$I.holding TO %2$I'),
     ('GRANT SELECT ON %1$I.deduplication_key TO %2$I'),
-    ('GRANT SELECT, INSERT ON %1$I.archive TO %2$I')) AS s(t)
+    ('GRANT SELECT, INSERT ON %1$I.archive TO %2$I'),
+    ('GRANT SELECT, INSERT, UPDATE ON %1$I.rate_bucket TO %2$I')) AS s(t)
 UNION ALL
 SELECT format('GRANT USAGE ON SEQUENCE %s TO %I',
               pg_get_serial_sequence(format('%I.' || t.name, :schema::text), t.id), :role::text)

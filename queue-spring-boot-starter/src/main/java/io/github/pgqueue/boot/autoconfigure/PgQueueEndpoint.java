@@ -48,12 +48,15 @@ public class PgQueueEndpoint {
 	}
 
 	/**
-	 * The declared queues with their policy, pause state and stats, the listeners with their state,
+	 * The declared queues with their policy (a limited queue's rate limit, its burst and how many of
+	 * its ready messages wait for the limit), pause state and stats, the listeners with their state,
 	 * and the schedules with their next tick and what they sent.
 	 */
 	@ReadOperation
 	public Map<String, Object> pgqueue() {
 		Map<String, Object> queues = new LinkedHashMap<>();
+		Map<String, QueueAdmin.RateLimitState> limits = new LinkedHashMap<>();
+		this.admin.rateLimits().forEach((state) -> limits.put(state.queue(), state));
 		for (QueueAdmin.QueueInfo info : this.admin.list()) {
 			QueueStats stats = info.stats();
 			Map<String, Object> queue = new LinkedHashMap<>();
@@ -69,6 +72,12 @@ public class PgQueueEndpoint {
 					? info.definition().deduplicationWindow().toString() : null);
 			queue.put("retention", (info.definition().retention() != null) ? info.definition().retention().toString()
 					: null);
+			QueueAdmin.RateLimitState limit = limits.get(info.definition().name());
+			if (limit != null) {
+				queue.put("rateLimit", limit.limit().toString());
+				queue.put("rateLimitBurst", limit.limit().burst());
+				queue.put("waitingForRateLimit", limit.waiting());
+			}
 			queues.put(info.definition().name(), queue);
 		}
 		Map<String, Object> listeners = new LinkedHashMap<>();

@@ -274,6 +274,13 @@ public class PgQueueProperties {
 		 */
 		private Duration retention;
 
+		/**
+		 * The most messages the queue's consumers in every JVM together hand to handlers, per
+		 * second or per minute, such as 100/s or 6000/m; none by default. Messages held back wait
+		 * in the queue, their attempts not counted.
+		 */
+		private String rateLimit;
+
 		public ConsumptionMode getMode() {
 			return this.mode;
 		}
@@ -324,6 +331,14 @@ public class PgQueueProperties {
 
 		public void setRetention(Duration retention) {
 			this.retention = retention;
+		}
+
+		public String getRateLimit() {
+			return this.rateLimit;
+		}
+
+		public void setRateLimit(String rateLimit) {
+			this.rateLimit = rateLimit;
 		}
 
 	}

@@ -8,6 +8,7 @@ import java.util.Set;
 import io.github.pgqueue.ExchangeDefinition;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueNames;
+import io.github.pgqueue.RateLimit;
 import io.github.pgqueue.ScheduleDefinition;
 
 import org.springframework.boot.context.properties.source.ConfigurationPropertyName;
@@ -22,7 +23,8 @@ final class PgQueuePropertiesValidator {
 
 	/** The properties of one queue under {@code pgqueue.queues.<name>}, in canonical form. */
 	private static final List<String> QUEUE_PROPERTIES = List.of("mode", "transaction-timeout", "max-attempts", "backoff",
-			"backoff.initial", "backoff.multiplier", "backoff.max", "dead-letter-queue", "deduplication-window", "retention");
+			"backoff.initial", "backoff.multiplier", "backoff.max", "dead-letter-queue", "deduplication-window", "retention",
+			"rate-limit");
 
 	private static final ConfigurationPropertyName QUEUES = ConfigurationPropertyName.of("pgqueue.queues");
 
@@ -263,8 +265,19 @@ final class PgQueuePropertiesValidator {
 			throw new InvalidConfigurationPropertyValueException(prefix + ".retention", retention,
 					"Use a duration of at least 1ms, or leave it out to archive nothing");
 		}
+
+		RateLimit rateLimit = null;
+		if (queue.getRateLimit() != null) {
+			try {
+				rateLimit = RateLimit.parse(queue.getRateLimit());
+			}
+			catch (IllegalArgumentException ex) {
+				throw new InvalidConfigurationPropertyValueException(prefix + ".rate-limit", queue.getRateLimit(),
+						ex.getMessage());
+			}
+		}
 		return new QueueDefinition(name, queue.getMaxAttempts(), backoff.getInitial(), backoff.getMultiplier(),
-				backoff.getMax(), queue.getDeadLetterQueue(), window, retention);
+				backoff.getMax(), queue.getDeadLetterQueue(), window, retention, rateLimit);
 	}
 
 }

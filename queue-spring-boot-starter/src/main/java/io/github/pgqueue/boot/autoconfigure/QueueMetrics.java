@@ -14,6 +14,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.ToDoubleFunction;
 
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueStats;
 import io.github.pgqueue.QueueTemplate;
 import io.micrometer.core.instrument.Gauge;
@@ -26,7 +27,8 @@ import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
- * The queue gauges: {@code pgqueue.queue.depth} by state and {@code pgqueue.queue.oldest.age}, for
+ * The queue gauges: {@code pgqueue.queue.depth} by state, {@code pgqueue.queue.oldest.age} and
+ * {@code pgqueue.queue.rate.limited} (the ready messages that wait for the queue's rate limit), for
  * the configured queues and their dead-letter queues from the start, and for every queue declared
  * in the database (at runtime, by this application or another one) from the next refresh. Each
  * queue's stats are read at most once per refresh interval, however often the registry is
@@ -54,6 +56,14 @@ final class QueueMetrics implements MeterBinder, AutoCloseable {
 	/** The queues with gauges, and the ids of their gauges (the same in every registry). */
 	private final Map<String, List<Meter.Id>> gauged = new LinkedHashMap<>();
 
+	private final QueueAdmin admin;
+
+	private final Object rateLimitLock = new Object();
+
+	private RateLimitSample rateLimits;
+
+	private volatile boolean rateLimitsFailing;
+
 	private ScheduledExecutorService refresher;
 
 	private volatile boolean failing;
@@ -66,6 +76,7 @@ final class QueueMetrics implements MeterBinder, AutoCloseable {
 		this.template = template;
 		this.configured = new LinkedHashSet<>(queues);
 		this.jdbc = new JdbcTemplate(template.context().dataSource());
+		this.admin = new QueueAdmin(template.context());
 		String s = "\"" + template.context().schema() + "\"";
 		// Each declared queue and the dead-letter queue its messages go to, as a dead letter finds it.
 		this.declaredQueues = """
@@ -148,6 +159,12 @@ final class QueueMetrics implements MeterBinder, AutoCloseable {
 		ids.add(depth(registry, queue, "ready", QueueStats::ready));
 		ids.add(depth(registry, queue, "scheduled", QueueStats::scheduled));
 		ids.add(depth(registry, queue, "in_flight", QueueStats::inFlight));
+		ids.add(Gauge.builder("pgqueue.queue.rate.limited", this, (m) -> m.waitingForRateLimit(queue))
+			.description("Ready messages of a rate-limited queue beyond what its bucket could hand out now: they "
+					+ "wait for the limit")
+			.tag("queue", queue)
+			.register(registry)
+			.getId());
 		ids.add(Gauge
 			.builder("pgqueue.queue.oldest.age", this, (m) -> m.read(queue, (s) -> s.oldestReadyAge().toMillis() / 1000.0))
 			.description("Age of the oldest ready message")
@@ -189,7 +206,39 @@ final class QueueMetrics implements MeterBinder, AutoCloseable {
 		return (sample.stats() != null) ? value.applyAsDouble(sample.stats()) : Double.NaN;
 	}
 
+	/**
+	 * How many ready messages of {@code queue} wait for its rate limit; 0 for a queue without one.
+	 * The limited queues are read at most once per refresh interval, however many gauges ask.
+	 */
+	private double waitingForRateLimit(String queue) {
+		RateLimitSample sample;
+		synchronized (this.rateLimitLock) {
+			sample = this.rateLimits;
+			if (sample == null || System.nanoTime() - sample.takenAt() >= REFRESH_NANOS) {
+				Map<String, Long> waiting = new java.util.HashMap<>();
+				try {
+					this.admin.rateLimits().forEach((state) -> waiting.put(state.queue(), state.waiting()));
+					sample = new RateLimitSample(waiting, System.nanoTime());
+					this.rateLimitsFailing = false;
+				}
+				catch (RuntimeException ex) {
+					if (!this.rateLimitsFailing) {
+						logger.warn("Could not read the queues' rate limits for their gauges, which show NaN until "
+								+ "the database answers again: {}", ex.toString());
+						this.rateLimitsFailing = true;
+					}
+					sample = new RateLimitSample(null, System.nanoTime());
+				}
+				this.rateLimits = sample;
+			}
+		}
+		return (sample.waiting() != null) ? sample.waiting().getOrDefault(queue, 0L) : Double.NaN;
+	}
+
 	private record Sample(QueueStats stats, long takenAt) {
+	}
+
+	private record RateLimitSample(Map<String, Long> waiting, long takenAt) {
 	}
 
 }

@@ -10,6 +10,7 @@ import io.github.pgqueue.Acknowledgment;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueMessage;
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.RateLimit;
 import io.github.pgqueue.annotation.Header;
 import io.github.pgqueue.annotation.QueueListener;
 import io.github.pgqueue.listener.FailureAction;
@@ -176,6 +177,26 @@ class PgQueueAutoConfigurationTests {
 			.contains("pgqueue.queues.emails.deduplication-window").contains("at least 1ms"));
 		this.runner.withPropertyValues("pgqueue.queues.emails.deduplication-window=five minutes").run((context) -> assertThat(failureMessages(context))
 			.contains("pgqueue.queues.emails.deduplication-window"));
+	}
+
+	@Test
+	void aRateLimitIsDeclaredWithTheQueueAndABadOneFailsStartupNamingTheProperty() {
+		this.runner.withPropertyValues("pgqueue.queues.emails.rate-limit=6000/m").run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(QueueAdmin.class).list()).singleElement()
+				.satisfies((info) -> assertThat(info.definition().rateLimit()).isEqualTo(RateLimit.perMinute(6000)));
+		});
+		for (String bad : List.of("0/s", "-5/s", "100/x", "100", "fast")) {
+			this.runner.withPropertyValues("pgqueue.queues.emails.rate-limit=" + bad)
+				.run((context) -> assertThat(failureMessages(context))
+					.contains(InvalidConfigurationPropertyValueException.class.getSimpleName())
+					.contains("pgqueue.queues.emails.rate-limit")
+					.contains("'" + bad + "'"));
+		}
+		this.runner.withPropertyValues("pgqueue.queues.emails.rate-limit=100/x")
+			.run((context) -> assertThat(failureMessages(context)).contains("unknown unit 'x'"));
+		this.runner.withPropertyValues("pgqueue.queues.emails.rate-limit=0/s")
+			.run((context) -> assertThat(failureMessages(context)).contains("at least 1 message per second, was 0"));
 	}
 
 	static class Listeners {

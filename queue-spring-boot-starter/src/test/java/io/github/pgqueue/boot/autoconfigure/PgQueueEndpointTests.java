@@ -50,6 +50,22 @@ class PgQueueEndpointTests {
 
 	@Test
 	@SuppressWarnings("unchecked")
+	void itShowsEachQueuesRateLimitAndHowManyMessagesWaitForIt() {
+		this.runner.withPropertyValues("management.endpoints.web.exposure.include=pgqueue",
+				"pgqueue.queues.endpoint-limited.rate-limit=1/m").run((context) -> {
+			context.getBean(QueueTemplate.class).sendBatch("endpoint-limited", List.of("a", "b", "c", "d", "e"));
+			Map<String, Object> queues = (Map<String, Object>) context.getBean(PgQueueEndpoint.class).pgqueue().get("queues");
+			assertThat((Map<String, Object>) queues.get("endpoint-limited")).containsEntry("rateLimit", "1/m")
+				.containsEntry("rateLimitBurst", 1)
+				.as("a full bucket of one token: the other four wait")
+				.containsEntry("waitingForRateLimit", 4L);
+			assertThat((Map<String, Object>) queues.get("endpoint-mail")).doesNotContainKeys("rateLimit",
+					"waitingForRateLimit");
+		});
+	}
+
+	@Test
+	@SuppressWarnings("unchecked")
 	void itListsQueuesAndListenersAndPausesResumesAndRedrivesAQueue() {
 		this.runner.withPropertyValues("management.endpoints.web.exposure.include=pgqueue").run((context) -> {
 			PgQueueEndpoint endpoint = context.getBean(PgQueueEndpoint.class);

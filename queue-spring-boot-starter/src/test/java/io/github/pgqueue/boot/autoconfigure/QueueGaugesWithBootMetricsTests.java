@@ -1,6 +1,7 @@
 package io.github.pgqueue.boot.autoconfigure;
 
 import java.time.Duration;
+import java.util.List;
 
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
@@ -58,6 +59,18 @@ class QueueGaugesWithBootMetricsTests {
 			assertThat(registry.find("pgqueue.queue.depth").tags("queue", "gauged.dlq", "state", "ready").gauge())
 				.isNotNull();
 			assertThat(registry.find("pgqueue.queue.oldest.age").tags("queue", "gauged").gauge()).isNotNull();
+		});
+	}
+
+	@Test
+	void aRateLimitedQueuesGaugeCountsTheMessagesThatWaitForTheLimit() {
+		this.runner.withPropertyValues("pgqueue.queues.throttled.rate-limit=2/s").run((context) -> {
+			MeterRegistry registry = context.getBean(MeterRegistry.class);
+			context.getBean(QueueTemplate.class).sendBatch("throttled", List.of(1, 2, 3, 4, 5));
+			Gauge waiting = registry.find("pgqueue.queue.rate.limited").tags("queue", "throttled").gauge();
+			assertThat(waiting).as("pgqueue.queue.rate.limited{queue=throttled}").isNotNull();
+			assertThat(waiting.value()).as("a full bucket of 2 tokens: 3 of 5 wait").isEqualTo(3);
+			assertThat(registry.find("pgqueue.queue.rate.limited").tags("queue", "gauged").gauge().value()).isZero();
 		});
 	}
 

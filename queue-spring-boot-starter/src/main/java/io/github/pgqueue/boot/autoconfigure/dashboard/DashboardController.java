@@ -112,7 +112,10 @@ final class DashboardController {
 		for (String queue : this.repository.queueNames()) {
 			stats.add(this.template.stats(queue));
 		}
+		Map<String, QueueAdmin.RateLimitState> limits = new LinkedHashMap<>();
+		this.admin.rateLimits().forEach((state) -> limits.put(state.queue(), state));
 		List<Map<String, Object>> rows = stats.stream().map((s) -> {
+			QueueAdmin.RateLimitState limit = limits.get(s.queue());
 			Map<String, Object> row = new LinkedHashMap<>();
 			row.put("queue", s.queue());
 			row.put("ready", s.ready());
@@ -120,6 +123,8 @@ final class DashboardController {
 			row.put("inFlight", s.inFlight());
 			row.put("deadLettered", s.deadLettered());
 			row.put("oldestReadyAgeSeconds", s.oldestReadyAge().toMillis() / 1000.0);
+			row.put("rateLimit", (limit != null) ? limit.limit().toString() : null);
+			row.put("waitingForRateLimit", (limit != null) ? limit.waiting() : 0);
 			return row;
 		}).toList();
 		return Map.of("queues", rows, "minutes", this.rates.lastHour());

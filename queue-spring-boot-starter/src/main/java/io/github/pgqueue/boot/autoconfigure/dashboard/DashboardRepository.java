@@ -57,7 +57,8 @@ final class DashboardRepository {
 		this.policy = """
 				SELECT q.max_attempts, q.backoff_initial_ms, q.backoff_multiplier, q.backoff_max_ms,
 				       COALESCE(q.dead_letter_queue, %1$s.default_dead_letter_queue(q.name)), q.updated_at,
-				       q.deduplication_window_ms, q.retention_ms
+				       q.deduplication_window_ms, q.retention_ms,
+				       q.rate_limit_permits || CASE q.rate_limit_period_ms WHEN 1000 THEN '/s' ELSE '/m' END
 				  FROM %1$s.queue q WHERE q.name = ?""".formatted(s);
 
 		// 1 queue.
@@ -97,7 +98,7 @@ final class DashboardRepository {
 
 	Optional<Policy> policy(String queue) {
 		return this.jdbc.query(this.policy, (rs, row) -> new Policy(rs.getInt(1), rs.getLong(2), rs.getDouble(3),
-				rs.getLong(4), rs.getString(5), instant(rs.getTimestamp(6)), (Long) rs.getObject(7), (Long) rs.getObject(8)), queue)
+				rs.getLong(4), rs.getString(5), instant(rs.getTimestamp(6)), (Long) rs.getObject(7), (Long) rs.getObject(8), rs.getString(9)), queue)
 			.stream()
 			.findFirst();
 	}
@@ -135,9 +136,12 @@ final class DashboardRepository {
 		return (timestamp != null) ? timestamp.toInstant().toString() : null;
 	}
 
-	/** A queue's stored policy; {@code deduplicationWindowMs} and {@code retentionMs} null for none. */
+	/**
+	 * A queue's stored policy; {@code deduplicationWindowMs} and {@code retentionMs} null for none,
+	 * {@code rateLimit} as {@code 100/s} or {@code 6000/m}, null for none.
+	 */
 	record Policy(int maxAttempts, long backoffInitialMs, double backoffMultiplier, long backoffMaxMs,
-			String deadLetterQueue, String updatedAt, Long deduplicationWindowMs, Long retentionMs) {
+			String deadLetterQueue, String updatedAt, Long deduplicationWindowMs, Long retentionMs, String rateLimit) {
 	}
 
 	/**

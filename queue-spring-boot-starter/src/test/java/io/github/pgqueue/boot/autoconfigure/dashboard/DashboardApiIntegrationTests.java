@@ -192,6 +192,26 @@ class DashboardApiIntegrationTests {
 	}
 
 	@Test
+	void showsEachQueuesRateLimitAndHowManyMessagesWaitForIt() {
+		this.runner.withPropertyValues("pgqueue.queues.api.rate-limit=6000/m").run((context) -> {
+			MockMvc mvc = MockMvcBuilders.webAppContextSetup(context).apply(springSecurity()).build();
+			context.getBean(QueueTemplate.class).sendBatch("api", java.util.stream.IntStream.range(0, 130).boxed().toList());
+
+			mvc.perform(get("/pgqueue/api/queues").with(this.admin))
+				.andExpect(status().isOk())
+				.andExpect(jsonPath("$.queues[?(@.queue == 'api')].rateLimit").value("6000/m"))
+				.andExpect(jsonPath("$.queues[?(@.queue == 'api')].waitingForRateLimit").value(30))
+				.andExpect(jsonPath("$.queues[?(@.queue == 'other')].rateLimit").value(org.hamcrest.Matchers.contains(
+						org.hamcrest.Matchers.nullValue())))
+				.andExpect(jsonPath("$.queues[?(@.queue == 'other')].waitingForRateLimit").value(0));
+			mvc.perform(get("/pgqueue/api/queue").param("name", "api").with(this.admin))
+				.andExpect(jsonPath("$.policy.rateLimit").value("6000/m"));
+			mvc.perform(get("/pgqueue/api/queue").param("name", "other").with(this.admin))
+				.andExpect(jsonPath("$.policy.rateLimit").doesNotExist());
+		});
+	}
+
+	@Test
 	void aListenerStartTheRegistryRefusesIsAConflictThatSaysWhy() {
 		this.runner.withUserConfiguration(LaterListener.class).run((context) -> {
 			MockMvc mvc = MockMvcBuilders.webAppContextSetup(context).apply(springSecurity()).build();

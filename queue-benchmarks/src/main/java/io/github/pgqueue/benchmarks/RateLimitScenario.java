@@ -1,0 +1,143 @@
+package io.github.pgqueue.benchmarks;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
+
+import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueDefinition;
+import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.RateLimit;
+import io.github.pgqueue.internal.QueueSql;
+import io.github.pgqueue.listener.ContainerProperties;
+import io.github.pgqueue.listener.DefaultQueueErrorHandler;
+import io.github.pgqueue.listener.QueueListenerEndpoint;
+import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
+
+/**
+ * {@code rate-limit}: what a rate limit costs when it does not hold anything back. The same backlog
+ * drained by 4 consumers at batch 10 and 100, in both modes, without a limit and with one far above
+ * the drain rate (1 000 000/s: every take is granted), alternated three times, median; a limited
+ * claim runs one more statement, the take of tokens. Also the take's own time on one connection.
+ */
+final class RateLimitScenario {
+
+	private static final String QUEUE = "rate-bench";
+
+	private static final int CONSUMERS = 4;
+
+	private static final RateLimit FAR_ABOVE = RateLimit.perSecond(1_000_000);
+
+	private final BenchContext context;
+
+	private final QueueTemplate template;
+
+	private final QueueAdmin admin;
+
+	RateLimitScenario(BenchContext context) {
+		this.context = context;
+		this.template = QueueTemplate.builder(context.database().appPool()).build();
+		this.admin = new QueueAdmin(this.template.context());
+	}
+
+	void run() {
+		int backlog = this.context.options().quick() ? 20_000 : 60_000;
+		for (ConsumptionMode mode : ConsumptionMode.values()) {
+			for (int batch : List.of(10, 100)) {
+				List<Double> free = new ArrayList<>();
+				List<Double> limited = new ArrayList<>();
+				for (int round = 0; round < 3; round++) {
+					free.add(drain(mode, batch, backlog, null));
+					limited.add(drain(mode, batch, backlog, FAR_ABOVE));
+				}
+				String system = (mode == ConsumptionMode.TRANSACTIONAL) ? "pgqueue-tx" : "pgqueue";
+				double freeRate = median(free);
+				double limitedRate = median(limited);
+				this.context.results().add(BenchRow.throughput("rate-limit", system, CONSUMERS, String.valueOf(batch),
+						backlog, freeRate).with("runs", free.toString()));
+				this.context.results().add(BenchRow.throughput("rate-limit", system + "-limited", CONSUMERS,
+						String.valueOf(batch), backlog, limitedRate).with("runs", limited.toString()));
+				this.context.results().ratio("scenario=rate-limit system=" + system + " consumers=" + CONSUMERS
+						+ " batch=" + batch + " limited/unlimited=" + Results.ratio(limitedRate / freeRate));
+			}
+		}
+		takeTime();
+		this.context.database().execute("TRUNCATE pgqueue.message");
+	}
+
+	/** Drains a backlog of {@code messages}; msgs/s. */
+	private double drain(ConsumptionMode mode, int batch, int messages, RateLimit limit) {
+		this.context.database().execute("TRUNCATE pgqueue.message");
+		this.admin.declare(QueueDefinition.of(QUEUE).withRateLimit(limit));
+		this.context.database().admin().update("""
+				INSERT INTO pgqueue.message (queue, payload)
+				SELECT ?, jsonb_build_object('n', g) FROM generate_series(1, ?) g""", QUEUE, messages);
+		this.context.database().vacuumAnalyze("pgqueue.message");
+		LongAdder handled = new LongAdder();
+		QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
+				this.context.database().consumerPool(), Duration.ofSeconds(10));
+		registry.registerListenerEndpoint(QueueListenerEndpoint.builder("rate-bench")
+				.listener(Tick.class, (message, ack) -> handled.increment())
+				.containerProperties(ContainerProperties.builder(List.of(QUEUE))
+					.concurrency(CONSUMERS)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(batch)
+					.pollInterval(PgQueueSystem.POLL_INTERVAL)
+					.mode(mode)
+					.build())
+				.build());
+		long started = System.nanoTime();
+		long deadline = started + Duration.ofSeconds(120).toNanos();
+		long finished;
+		registry.start();
+		try {
+			do {
+				BenchContext.pause(2);
+				finished = System.nanoTime();
+			}
+			while (handled.sum() < messages && finished < deadline);
+		}
+		finally {
+			registry.stop();
+		}
+		return handled.sum() / ((finished - started) / 1e9);
+	}
+
+	/** The mean time of {@code take_tokens} on one connection, granted every time. */
+	private void takeTime() {
+		this.admin.declare(QueueDefinition.of(QUEUE).withRateLimit(FAR_ABOVE));
+		QueueSql sql = QueueSql.of("pgqueue");
+		int takes = this.context.options().quick() ? 5_000 : 20_000;
+		try (Connection connection = this.context.database().consumerPool().getConnection()) {
+			connection.setAutoCommit(true);
+			long started = 0;
+			for (int i = -1_000; i < takes; i++) {
+				if (i == 0) {
+					started = System.nanoTime();
+				}
+				try (PreparedStatement ps = sql.takeTokens.prepare(connection, new QueueSql.TakeTokens(QUEUE, 10));
+						ResultSet rs = ps.executeQuery()) {
+					rs.next();
+				}
+			}
+			double micros = (System.nanoTime() - started) / 1e3 / takes;
+			this.context.results().ratio(String.format(java.util.Locale.ROOT,
+					"scenario=rate-limit take_tokens_us=%.1f takes=%d", micros, takes));
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException("Could not time take_tokens", ex);
+		}
+	}
+
+	private static double median(List<Double> values) {
+		List<Double> sorted = values.stream().sorted().toList();
+		return sorted.get(sorted.size() / 2);
+	}
+
+}

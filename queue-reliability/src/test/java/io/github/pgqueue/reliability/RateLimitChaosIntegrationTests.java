@@ -1,0 +1,119 @@
+package io.github.pgqueue.reliability;
+
+import java.sql.Timestamp;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static io.github.pgqueue.reliability.ChaosSettings.pick;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * A rate-limited queue consumed by two consumer JVMs at once, one in {@code session} mode and one
+ * in {@code transactional} mode, two pollers each, with a backlog far above what the limit lets
+ * through: over the window the four pollers together hand out at most the limit (plus 5 %, plus one
+ * burst) and close to it, although session consumers are killed with kill -9 while they hold
+ * messages (and replaced); the messages held back are never claimed, so their attempts stay at 0;
+ * once the limit is lifted (plain SQL on the queue table), the queue drains with nothing lost.
+ * The reduced run measures 15 s at 50/s, the full run ({@code -Dchaos.full=true}) 60 s at 100/s.
+ */
+class RateLimitChaosIntegrationTests {
+
+	private static final int RATE = pick(50, 100);
+
+	private static final Duration WINDOW = pick(Duration.ofSeconds(15), Duration.ofSeconds(60));
+
+	private final ChaosDatabase database = ChaosDatabase.get();
+
+	@BeforeEach
+	void reset() {
+		this.database.reset();
+	}
+
+	@Test
+	void consumersOfTwoJvmsStayWithinTheLimitThroughKillNineAndLoseNothing() {
+		String queue = "chaos-limited";
+		ConsumerSpec session = ConsumerSpec.of(queue).batchSize(10)
+			.property("pgqueue.queues." + queue + ".rate-limit", RATE + "/s");
+		ConsumerSpec transactional = ConsumerSpec.of(queue).batchSize(10)
+			.property("pgqueue.queues." + queue + ".rate-limit", RATE + "/s")
+			.property("pgqueue.queues." + queue + ".mode", "transactional");
+		int kills = pick(2, 6);
+		try (ConsumerFleet sessions = new ConsumerFleet(this.database, "limit-session", session);
+				ConsumerFleet transactions = new ConsumerFleet(this.database, "limit-tx", transactional);
+				Producer producer = new Producer(this.database, queue, (key) -> Job.of(key, 5))) {
+			// More than the window lets through, with room for the consumers' startup.
+			producer.send((int) (RATE * (WINDOW.toSeconds() + 20)));
+			sessions.start(1);
+			transactions.start(1);
+			Timestamp from = now();
+			long started = System.nanoTime();
+			for (int i = 0; i < kills; i++) {
+				ChaosDatabase.pause(WINDOW.dividedBy(kills + 1));
+				ConsumerProcess victim = freezeOneHoldingMessages(sessions);
+				this.database.faultSessions(victim.name(), "kill-9", false);
+				victim.kill();
+				sessions.keepAlive(1);
+			}
+			ChaosDatabase.pause(WINDOW.minusNanos(System.nanoTime() - started));
+			Timestamp to = now();
+			double seconds = (to.getTime() - from.getTime()) / 1000.0;
+			long handled = this.database.count(
+					"SELECT count(*) FROM chaos.delivery WHERE queue = ? AND recorded_at >= ? AND recorded_at < ?", queue,
+					from, to);
+			long busiest = this.database.count("""
+					SELECT COALESCE(max(n), 0) FROM (
+					    SELECT count(*) AS n FROM chaos.delivery
+					     WHERE queue = ? AND recorded_at >= ? AND recorded_at < ?
+					     GROUP BY floor(extract(epoch FROM recorded_at - ?::timestamptz))) s""", queue, from, to, from);
+			System.out.printf("  rate limit %d/s over %.1f s with %d kill -9: handled %d, %.1f/s (%.3f of the limit), "
+					+ "busiest second %d%n", RATE, seconds, kills, handled, handled / seconds, handled / seconds / RATE,
+					busiest);
+			assertThat((double) handled).as("handled in %.1f s at %d/s", seconds, RATE)
+				.isLessThanOrEqualTo(RATE * seconds * 1.05 + RATE)
+				.isGreaterThan(RATE * seconds * 0.8);
+			assertThat(this.database.count("""
+					SELECT count(*) FROM pgqueue.message m
+					 WHERE m.queue = ? AND m.attempts > 0
+					   AND NOT EXISTS (SELECT 1 FROM chaos.delivery d WHERE d.message_id = m.id)""", queue))
+				.as("messages never handed to a handler with an attempt counted").isZero();
+
+			// Lifted for every consumer by the policy in the database; they drain the rest at once.
+			this.database.jdbc().update("UPDATE pgqueue.queue SET rate_limit_permits = NULL, "
+					+ "rate_limit_period_ms = NULL WHERE name = ?", queue);
+			ChaosReport report = new Drain(this.database).drainAndCheck("rate-limit", sessions, queue,
+					Drain.expect(producer.sent(), Outcome.ACKED));
+			transactions.stop();
+			report.assertPasses();
+			assertThat(report.faulted()).as("deliveries hit by a kill").isPositive();
+		}
+	}
+
+	private Timestamp now() {
+		return this.database.jdbc().queryForObject("SELECT clock_timestamp()", Timestamp.class);
+	}
+
+	/** A live consumer of {@code fleet}, stopped (SIGSTOP) while it holds claimed messages. */
+	private ConsumerProcess freezeOneHoldingMessages(ConsumerFleet fleet) {
+		AtomicReference<ConsumerProcess> frozen = new AtomicReference<>();
+		await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(10)).until(() -> {
+			ConsumerProcess candidate = fleet.anyReady();
+			if (this.database.claimsOf(candidate.name()) == 0) {
+				return false;
+			}
+			candidate.pause();
+			this.database.awaitIdle(candidate.name());
+			if (this.database.claimsOf(candidate.name()) == 0) {
+				candidate.resume();
+				return false;
+			}
+			frozen.set(candidate);
+			return true;
+		});
+		return frozen.get();
+	}
+
+}

@@ -82,41 +82,36 @@ CREATE TRIGGER message_key_taken
     FOR EACH ROW WHEN (NEW.deduplication_key IS NOT NULL)
     EXECUTE FUNCTION "${flyway:defaultSchema}".take_key();
 
--- After a message with a key left its queue (deleted, or its key cleared by a dead-letter move):
--- keeps the key for the queue's window from now, or forgets it if the queue has no window (any
--- more). A message sent before its queue got a window has no row: it gets one. Then deletes up to
--- two expired keys, so that each kept key pays for the ones that expire. Its plans are cached,
--- perhaps made on an empty table: they must stay index scans however large the table grows.
-CREATE FUNCTION "${flyway:defaultSchema}".keep_key() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET enable_seqscan = off AS
+-- Keeps the keys of messages that have just left their queue, a queue with a window (queue, key
+-- and id of each, as they were; a null key is passed over), for the window from now. A message
+-- sent before its queue got a window has no row: it gets one. Then deletes up to two expired keys
+-- per key kept, so that each kept key pays for the ones that expire. Called by the statements that
+-- complete messages (acks, dead-letter moves, which clear the key, V6, cancel and purge), only
+-- when the queue has a window: no trigger watches deletions or updates, so that claims, retries
+-- and acks of the other queues pay nothing per row. A plain SQL DELETE keeps no key. Its plans are
+-- cached, perhaps made on an empty table: they must stay index scans however large the table
+-- grows. One queue holds a key once (the message table's unique index), so no row is upserted
+-- twice. Runs as the owner: roles read the keys only.
+CREATE FUNCTION "${flyway:defaultSchema}".keep_keys(left_queues text[], left_keys text[], left_ids bigint[])
+    RETURNS integer
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET enable_seqscan = off AS
 $$
 DECLARE
-    window_ms bigint := (SELECT q.deduplication_window_ms FROM "${flyway:defaultSchema}".queue q
-                          WHERE q.name = OLD.queue);
+    kept integer;
 BEGIN
-    IF window_ms IS NULL THEN
-        DELETE FROM "${flyway:defaultSchema}".deduplication_key k
-         WHERE k.queue = OLD.queue AND k.key = OLD.deduplication_key;
-        RETURN NULL;
-    END IF;
     INSERT INTO "${flyway:defaultSchema}".deduplication_key AS k (queue, key, message_id, kept_until)
-    VALUES (OLD.queue, OLD.deduplication_key, OLD.id, now() + window_ms * interval '1 millisecond')
+    SELECT l.queue, l.key, l.id, now() + q.deduplication_window_ms * interval '1 millisecond'
+      FROM unnest(left_queues, left_keys, left_ids) AS l(queue, key, id)
+      JOIN "${flyway:defaultSchema}".queue q ON q.name = l.queue AND q.deduplication_window_ms IS NOT NULL
+     WHERE l.key IS NOT NULL
     ON CONFLICT (queue, key) DO UPDATE SET message_id = excluded.message_id, kept_until = excluded.kept_until;
-    DELETE FROM "${flyway:defaultSchema}".deduplication_key k
-     WHERE (k.queue, k.key) IN (SELECT e.queue, e.key FROM "${flyway:defaultSchema}".deduplication_key e
-                                 WHERE e.kept_until < now()
-                                 ORDER BY e.kept_until LIMIT 2 FOR UPDATE SKIP LOCKED);
-    RETURN NULL;
+    GET DIAGNOSTICS kept = ROW_COUNT;
+    IF kept > 0 THEN
+        DELETE FROM "${flyway:defaultSchema}".deduplication_key k
+         WHERE (k.queue, k.key) IN (SELECT e.queue, e.key FROM "${flyway:defaultSchema}".deduplication_key e
+                                     WHERE e.kept_until < now()
+                                     ORDER BY e.kept_until LIMIT 2 * kept FOR UPDATE SKIP LOCKED);
+    END IF;
+    RETURN kept;
 END
 $$;
-
-CREATE TRIGGER message_key_kept_on_delete
-    AFTER DELETE ON "${flyway:defaultSchema}".message
-    FOR EACH ROW WHEN (OLD.deduplication_key IS NOT NULL)
-    EXECUTE FUNCTION "${flyway:defaultSchema}".keep_key();
-
-CREATE TRIGGER message_key_kept_on_move
-    AFTER UPDATE OF queue, deduplication_key ON "${flyway:defaultSchema}".message
-    FOR EACH ROW WHEN (OLD.deduplication_key IS NOT NULL
-                       AND (NEW.deduplication_key IS DISTINCT FROM OLD.deduplication_key OR NEW.queue <> OLD.queue))
-    EXECUTE FUNCTION "${flyway:defaultSchema}".keep_key();

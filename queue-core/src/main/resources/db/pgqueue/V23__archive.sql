@@ -9,10 +9,10 @@
 -- the default partition, whose expired rows are deleted.
 --
 -- Rows are written where a message completes, in the same statement, so an ack that rolls back
--- archives nothing: pgqueue's acks (both modes), cancel and purge; a dead-letter move, wherever
--- it happens (a handler's failure, a claim that finds a message out of attempts), by the trigger
--- below. A queue without a retention pays one look-up of its definition per ack statement. A plain
--- SQL DELETE archives nothing.
+-- archives nothing: pgqueue's acks and dead-letter moves (both modes; a claim that finds a message
+-- out of attempts moves it with the same statement), cancel and purge. No trigger is involved, so
+-- a queue without a retention pays one look-up of its definition per ack or dead-letter statement
+-- and nothing per row. A plain SQL DELETE archives nothing.
 ALTER TABLE "${flyway:defaultSchema}".queue
     ADD COLUMN retention_ms bigint CHECK (retention_ms > 0);
 
@@ -68,31 +68,6 @@ BEGIN
 END
 $$;
 
--- A message dead-lettered out of a queue with a retention: archived as it was in that queue, with
--- the error and the attempts its move recorded. Moves are rare (a redrive, which takes the
--- dead-letter header off, is not one), so a row trigger costs nothing on the hot paths.
-CREATE FUNCTION "${flyway:defaultSchema}".archive_dead_letter() RETURNS trigger
-    LANGUAGE plpgsql AS
-$$
-BEGIN
-    INSERT INTO "${flyway:defaultSchema}".archive (id, queue, outcome, payload, headers, priority, attempts,
-                                                   max_attempts, group_key, deduplication_key, last_error,
-                                                   created_at, expires_at)
-    SELECT OLD.id, OLD.queue, 'dead-lettered', OLD.payload, OLD.headers, OLD.priority,
-           COALESCE((NEW.headers ->> 'pgqueue-dead-lettered-attempts')::integer, OLD.attempts), OLD.max_attempts,
-           OLD.group_key, OLD.deduplication_key, NEW.last_error, OLD.created_at,
-           now() + q.retention_ms * interval '1 millisecond'
-      FROM "${flyway:defaultSchema}".queue q
-     WHERE q.name = OLD.queue AND q.retention_ms IS NOT NULL;
-    RETURN NULL;
-END
-$$;
-
-CREATE TRIGGER message_dead_lettered
-    AFTER UPDATE OF queue ON "${flyway:defaultSchema}".message
-    FOR EACH ROW WHEN (NEW.queue <> OLD.queue AND NEW.headers ->> 'pgqueue-dead-lettered-from' = OLD.queue::text)
-    EXECUTE FUNCTION "${flyway:defaultSchema}".archive_dead_letter();
-
 -- Archives messages just removed by cancel or purge (outcome given), if their queue keeps them.
 CREATE FUNCTION "${flyway:defaultSchema}".archive_removed(removed "${flyway:defaultSchema}".message[], how text)
     RETURNS void
@@ -107,7 +82,8 @@ $$
       JOIN "${flyway:defaultSchema}".queue q ON q.name = r.queue AND q.retention_ms IS NOT NULL
 $$;
 
--- As V16's, and the cancelled message archived.
+-- As V16's, and the cancelled message archived and its deduplication key kept (V20), where its
+-- queue asks for them.
 CREATE OR REPLACE FUNCTION "${flyway:defaultSchema}".cancel_message(cancelled bigint, of_queue text, namespace integer)
     RETURNS boolean
     LANGUAGE plpgsql VOLATILE AS
@@ -137,6 +113,10 @@ BEGIN
                                                                ARRAY[gone.group_key], ARRAY[gone.previous_id]);
             END IF;
             PERFORM "${flyway:defaultSchema}".archive_removed(ARRAY[gone], 'cancelled');
+            IF gone.deduplication_key IS NOT NULL THEN
+                PERFORM "${flyway:defaultSchema}".keep_keys(ARRAY[gone.queue::text], ARRAY[gone.deduplication_key],
+                                                            ARRAY[gone.id]);
+            END IF;
             RETURN true;
         END IF;
         IF NOT EXISTS (SELECT 1 FROM "${flyway:defaultSchema}".message m
@@ -149,7 +129,8 @@ BEGIN
 END
 $$;
 
--- As V16's, and the purged messages archived.
+-- As V16's, and the purged messages archived and their deduplication keys kept (V20), where their
+-- queue asks for them.
 CREATE OR REPLACE FUNCTION "${flyway:defaultSchema}".purge_messages(of_queue text, after_id bigint, everything boolean,
                                                                 chunk_size integer, namespace integer,
                                                                 OUT last_id bigint, OUT looked bigint, OUT deleted bigint)
@@ -160,6 +141,8 @@ DECLARE
     left_groups text[];
     left_previous bigint[];
     removed "${flyway:defaultSchema}".message[];
+    keyed_ids bigint[];
+    keyed_keys text[];
 BEGIN
     PERFORM pg_advisory_xact_lock("${flyway:defaultSchema}".fifo_lock_key(of_queue, ''));
     WITH chunk AS MATERIALIZED (
@@ -171,7 +154,7 @@ BEGIN
     gone AS (
         DELETE FROM "${flyway:defaultSchema}".message m USING chunk c
          WHERE m.id = c.id AND pg_try_advisory_xact_lock(namespace, c.id::bit(32)::int4)
-        RETURNING m.id, m.group_key, m.previous_id, m AS whole
+        RETURNING m.id, m.group_key, m.previous_id, m.deduplication_key, m AS whole
     )
     SELECT (SELECT max(id) FROM chunk), (SELECT count(*) FROM chunk), (SELECT count(*) FROM gone),
            ARRAY(SELECT id FROM gone WHERE group_key IS NOT NULL ORDER BY id),
@@ -179,8 +162,10 @@ BEGIN
            ARRAY(SELECT previous_id FROM gone WHERE group_key IS NOT NULL ORDER BY id),
            CASE WHEN EXISTS (SELECT 1 FROM "${flyway:defaultSchema}".queue q
                               WHERE q.name = of_queue AND q.retention_ms IS NOT NULL)
-                THEN ARRAY(SELECT whole FROM gone) END
-      INTO last_id, looked, deleted, left_ids, left_groups, left_previous, removed;
+                THEN ARRAY(SELECT whole FROM gone) END,
+           ARRAY(SELECT id FROM gone WHERE deduplication_key IS NOT NULL),
+           ARRAY(SELECT deduplication_key FROM gone WHERE deduplication_key IS NOT NULL)
+      INTO last_id, looked, deleted, left_ids, left_groups, left_previous, removed, keyed_ids, keyed_keys;
     IF cardinality(left_ids) > 0 THEN
         PERFORM "${flyway:defaultSchema}".require_read_committed('purge message ' || left_ids[1], of_queue, left_groups[1]);
         PERFORM "${flyway:defaultSchema}".leave_groups(left_ids, array_fill(of_queue, ARRAY[cardinality(left_ids)]),
@@ -188,6 +173,10 @@ BEGIN
     END IF;
     IF cardinality(removed) > 0 THEN
         PERFORM "${flyway:defaultSchema}".archive_removed(removed, 'purged');
+    END IF;
+    IF cardinality(keyed_ids) > 0 THEN
+        PERFORM "${flyway:defaultSchema}".keep_keys(array_fill(of_queue, ARRAY[cardinality(keyed_ids)]), keyed_keys,
+                                                    keyed_ids);
     END IF;
 END
 $$;

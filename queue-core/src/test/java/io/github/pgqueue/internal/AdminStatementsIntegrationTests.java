@@ -512,6 +512,55 @@ class AdminStatementsIntegrationTests {
 	}
 
 	@Test
+	void archiveUpkeep() throws SQLException {
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, retention_ms) VALUES ('kept', 3 * 86400000)");
+		Connection connection = this.connections.open();
+
+		assertThat(rows(connection, this.sql.archiveUpkeep, new QueueSql.None())).hasSize(1);
+		assertThat(this.jdbc.queryForList("SELECT to_regclass('pgqueue.archive_' || to_char(now() AT TIME ZONE 'UTC' "
+				+ "+ d * interval '1 day', 'YYYYMMDD'))::text FROM generate_series(0, 4) d", String.class))
+			.as("today, the 3 days of the retention, and one more").doesNotContainNull().hasSize(5);
+		assertThat(rows(connection, this.sql.archiveUpkeep, new QueueSql.None()))
+			.as("nothing left to create or drop").containsExactly(Map.of("created", 0, "dropped", 0));
+	}
+
+	@Test
+	void archived() throws SQLException {
+		this.jdbc.update("INSERT INTO pgqueue.archive (id, queue, outcome, payload, headers, priority, attempts, "
+				+ "created_at, completed_at, expires_at) VALUES "
+				+ "(1, 'a', 'acked', '1', '{\"tenant\": \"acme\"}', 0, 1, now(), now() - interval '2 minutes', now() + interval '1 day'), "
+				+ "(2, 'a', 'purged', '2', '{}', 0, 0, now(), now() - interval '1 minute', now() + interval '1 day'), "
+				+ "(3, 'b', 'acked', '3', '{\"tenant\": \"acme\"}', 0, 1, now(), now(), now() + interval '1 day'), "
+				+ "(4, 'a', 'acked', '4', '{}', 0, 1, now(), now() - interval '2 days', now() - interval '1 day')");
+		Connection connection = this.connections.open();
+
+		assertThat(rows(connection, this.sql.archived, new QueueSql.Archived(null, null, null, null, null, null, 10)))
+			.extracting((row) -> row.get("id")).as("newest first, the expired one left out").containsExactly(3L, 2L, 1L);
+		assertThat(rows(connection, this.sql.archived, new QueueSql.Archived("a", null, "tenant", "acme", null, null, 10)))
+			.extracting((row) -> row.get("id")).containsExactly(1L);
+		assertThat(rows(connection, this.sql.archived, new QueueSql.Archived(null, 2L, null, null, null, null, 10)))
+			.extracting((row) -> row.get("outcome")).containsExactly("purged");
+		assertThat(rows(connection, this.sql.archived, new QueueSql.Archived(null, null, null, null,
+				java.time.Instant.now().minusSeconds(90), null, 1))).extracting((row) -> row.get("id")).containsExactly(3L);
+	}
+
+	@Test
+	void resendArchived() throws SQLException {
+		this.jdbc.update("INSERT INTO pgqueue.archive (id, queue, outcome, payload, headers, priority, attempts, "
+				+ "max_attempts, group_key, created_at, completed_at, expires_at) VALUES "
+				+ "(7, 'a', 'dead-lettered', '\"old\"', '{\"tenant\": \"acme\"}', -1, 3, 3, 'g', now(), now() - interval '1 minute', now() + interval '1 day'), "
+				+ "(7, 'a', 'acked', '\"newer\"', '{}', 0, 1, null, null, now(), now(), now() + interval '1 day')");
+		Connection connection = this.connections.open();
+
+		List<Map<String, Object>> sent = rows(connection, this.sql.resendArchived, new QueueSql.ResendArchived("a", 7));
+		assertThat(sent).hasSize(1);
+		assertThat(this.jdbc.queryForMap("SELECT payload #>> '{}' AS body, headers ->> 'pgqueue-resent-from' AS resent "
+				+ "FROM pgqueue.message WHERE id = ?", sent.get(0).get("id")))
+			.as("the newest copy").containsEntry("body", "newer").containsEntry("resent", "7");
+		assertThat(rows(connection, this.sql.resendArchived, new QueueSql.ResendArchived("b", 7))).isEmpty();
+	}
+
+	@Test
 	void tablePrivileges() throws SQLException {
 		createRole("Stmt Reader");
 		Connection connection = this.connections.open();

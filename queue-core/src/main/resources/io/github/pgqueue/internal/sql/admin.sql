@@ -35,6 +35,10 @@ SELECT (SELECT count(*) FROM pgqueue.message WHERE queue = :queue AND visible_at
          WHERE m.queue = :queue AND m.visible_at <= now() AND m.id NOT IN (SELECT id FROM held)) AS oldest_age_s;
 
 -- name: upsert_queue
+-- A queue without a deduplication window keeps no keys: those kept under a window removed now go.
+WITH forgotten AS (
+    DELETE FROM pgqueue.deduplication_key WHERE queue = :name AND :deduplication_window_ms::bigint IS NULL
+)
 INSERT INTO pgqueue.queue AS q (name, max_attempts, backoff_initial_ms, backoff_multiplier,
                                 backoff_max_ms, dead_letter_queue, deduplication_window_ms, retention_ms,
                                 rate_limit_permits, rate_limit_period_ms)
@@ -128,7 +132,11 @@ VALUES (:name, :max_attempts, :backoff_initial_ms, :backoff_multiplier, :backoff
 ON CONFLICT (name) DO NOTHING;
 
 -- name: alter_queue
--- Changes an existing queue's definition; no row is changed if it does not exist.
+-- Changes an existing queue's definition; no row is changed if it does not exist. The keys kept
+-- under a deduplication window removed now go (see upsert_queue).
+WITH forgotten AS (
+    DELETE FROM pgqueue.deduplication_key WHERE queue = :name AND :deduplication_window_ms::bigint IS NULL
+)
 UPDATE pgqueue.queue
    SET max_attempts = :max_attempts, backoff_initial_ms = :backoff_initial_ms,
        backoff_multiplier = :backoff_multiplier, backoff_max_ms = :backoff_max_ms,

@@ -641,7 +641,8 @@ SELECT l.id,
 -- out in turn is the one a handler has). A queue with a retention archives them (V23), this
 -- attempt counted (attempts holds the ended ones): the archive reads the deleted rows as the
 -- statement's snapshot still has them, and only if the queue keeps messages (a one-time filter,
--- so that a queue without a retention pays one look-up of its definition and nothing else).
+-- so that a queue without a retention pays one look-up of its definition and nothing else). So
+-- are the deduplication keys of a queue with a window kept (V20: kept, which the last line runs).
 WITH acked AS (
     DELETE FROM pgqueue.message
      WHERE id = ANY(:ids) AND (queue = :queue) IS TRUE AND pg_backend_pid() = :pid
@@ -657,13 +658,20 @@ archived AS (
      WHERE (SELECT q.retention_ms FROM pgqueue.queue q WHERE q.name = :queue) IS NOT NULL
        AND m.id = ANY (ARRAY(SELECT id FROM acked))
 ),
+kept AS (
+    SELECT pgqueue.keep_keys(array_agg(m.queue::text), array_agg(m.deduplication_key), array_agg(m.id)) AS keys
+      FROM pgqueue.message m
+     WHERE (SELECT q.deduplication_window_ms FROM pgqueue.queue q WHERE q.name = :queue) IS NOT NULL
+       AND m.id = ANY (ARRAY(SELECT id FROM acked)) AND m.deduplication_key IS NOT NULL
+    HAVING count(*) > 0
+),
 unheld AS (
     UPDATE pgqueue.holding h
        SET ids = ARRAY(SELECT i FROM unnest(h.ids) WITH ORDINALITY AS t(i, n)
                         WHERE i NOT IN (SELECT id FROM acked) ORDER BY n)
      WHERE h.session = :session AND EXISTS (SELECT 1 FROM acked)
 )
-SELECT id, unlocked FROM acked;
+SELECT id, unlocked FROM acked WHERE (SELECT count(*) FROM kept) >= 0;
 
 -- name: retry
 -- Counts the failed attempt of held messages, makes them visible again after their delays,
@@ -692,6 +700,9 @@ SELECT id, unlocked, pg_notify(:channel, queue) FROM retried;
 -- came from in the headers, releases them as ack does, and wakes the dead-letter queues'
 -- listeners. A message that already is a dead letter (or whose dead-letter queue is its own) is
 -- parked instead: it stays, invisible until a redrive, so no configuration moves it on and on.
+-- A message moved out of a queue with a retention is archived as it was there (V23), and the key
+-- of one moved out of a queue with a deduplication window is kept (V20): both read the rows from
+-- the statement's snapshot, which still has them as they were.
 WITH n AS (SELECT * FROM unnest(:ids::bigint[], :dead_letter_queues::text[], :errors::text[]) AS n(id, dlq, error)),
 moved AS (
     UPDATE pgqueue.message m
@@ -711,13 +722,31 @@ moved AS (
      WHERE m.id = ANY (ARRAY(SELECT id FROM n)) AND m.id = d.id AND pg_backend_pid() = :pid
     RETURNING m.id, m.queue, d.park, pgqueue.unlock_at_commit(:namespace, m.id::bit(32)::int4) AS unlocked
 ),
+archived AS (
+    INSERT INTO pgqueue.archive (id, queue, outcome, payload, headers, priority, attempts, max_attempts, group_key,
+                                 deduplication_key, last_error, created_at, expires_at)
+    SELECT o.id, o.queue, 'dead-lettered', o.payload, o.headers, o.priority, o.attempts + 1, o.max_attempts,
+           o.group_key, o.deduplication_key, n.error, o.created_at, now() + q.retention_ms * interval '1 millisecond'
+      FROM pgqueue.message o
+      JOIN n ON n.id = o.id
+      JOIN pgqueue.queue q ON q.name = o.queue AND q.retention_ms IS NOT NULL
+     WHERE o.id = ANY (ARRAY(SELECT id FROM moved WHERE NOT park))
+),
+kept AS (
+    SELECT pgqueue.keep_keys(array_agg(o.queue::text), array_agg(o.deduplication_key), array_agg(o.id)) AS keys
+      FROM pgqueue.message o
+      JOIN pgqueue.queue q ON q.name = o.queue AND q.deduplication_window_ms IS NOT NULL
+     WHERE o.id = ANY (ARRAY(SELECT id FROM moved WHERE NOT park)) AND o.deduplication_key IS NOT NULL
+    HAVING count(*) > 0
+),
 unheld AS (
     UPDATE pgqueue.holding h
        SET ids = ARRAY(SELECT i FROM unnest(h.ids) WITH ORDINALITY AS t(i, n)
                         WHERE i NOT IN (SELECT id FROM moved) ORDER BY n)
      WHERE h.session = :session AND EXISTS (SELECT 1 FROM moved)
 )
-SELECT id, unlocked, CASE WHEN NOT park THEN pg_notify(:channel, queue) END FROM moved;
+SELECT id, unlocked, CASE WHEN NOT park THEN pg_notify(:channel, queue) END FROM moved
+ WHERE (SELECT count(*) FROM kept) >= 0;
 
 -- name: release
 -- Releases held messages unchanged but for claim_open, and their attempt when :attempt_ended (a

@@ -536,7 +536,8 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
 -- name: ack
 -- Deletes messages in the handlers' transaction, which holds their locks; a queue with a
 -- retention archives them (V23), in the same transaction, with this attempt counted (attempts
--- holds the failed ones), as session.sql's ack does.
+-- holds the failed ones), and keys of a queue with a deduplication window are kept, as session.sql's
+-- ack does.
 WITH acked AS (
     DELETE FROM pgqueue.message WHERE id = ANY(:ids) AND (queue = :queue) IS TRUE RETURNING id
 ),
@@ -549,8 +550,15 @@ archived AS (
       FROM pgqueue.message m
      WHERE (SELECT q.retention_ms FROM pgqueue.queue q WHERE q.name = :queue) IS NOT NULL
        AND m.id = ANY (ARRAY(SELECT id FROM acked))
+),
+kept AS (
+    SELECT pgqueue.keep_keys(array_agg(m.queue::text), array_agg(m.deduplication_key), array_agg(m.id)) AS keys
+      FROM pgqueue.message m
+     WHERE (SELECT q.deduplication_window_ms FROM pgqueue.queue q WHERE q.name = :queue) IS NOT NULL
+       AND m.id = ANY (ARRAY(SELECT id FROM acked)) AND m.deduplication_key IS NOT NULL
+    HAVING count(*) > 0
 )
-SELECT id FROM acked;
+SELECT id FROM acked WHERE (SELECT count(*) FROM kept) >= 0;
 
 -- name: retry
 -- Stores each failed attempt's number (:attempts), makes the messages visible again after their
@@ -568,7 +576,8 @@ retried AS (
 SELECT id, pg_notify(:channel, queue) FROM retried;
 
 -- name: dead_letter
--- As session.sql's dead_letter, in the handlers' transaction, with the failed attempts' numbers.
+-- As session.sql's dead_letter (archive and kept keys included), in the handlers' transaction,
+-- with the failed attempts' numbers.
 WITH n AS (SELECT * FROM unnest(:ids::bigint[], :attempts::int[], :dead_letter_queues::text[], :errors::text[])
                          AS n(id, attempts, dlq, error)),
 moved AS (
@@ -589,8 +598,25 @@ moved AS (
              WHERE o.id = ANY (ARRAY(SELECT id FROM n))) AS d(id, attempts, dlq, error, park)
      WHERE m.id = ANY (ARRAY(SELECT id FROM n)) AND m.id = d.id
     RETURNING m.id, m.queue, d.park
+),
+archived AS (
+    INSERT INTO pgqueue.archive (id, queue, outcome, payload, headers, priority, attempts, max_attempts, group_key,
+                                 deduplication_key, last_error, created_at, expires_at)
+    SELECT o.id, o.queue, 'dead-lettered', o.payload, o.headers, o.priority, n.attempts, o.max_attempts,
+           o.group_key, o.deduplication_key, n.error, o.created_at, now() + q.retention_ms * interval '1 millisecond'
+      FROM pgqueue.message o
+      JOIN n ON n.id = o.id
+      JOIN pgqueue.queue q ON q.name = o.queue AND q.retention_ms IS NOT NULL
+     WHERE o.id = ANY (ARRAY(SELECT id FROM moved WHERE NOT park))
+),
+kept AS (
+    SELECT pgqueue.keep_keys(array_agg(o.queue::text), array_agg(o.deduplication_key), array_agg(o.id)) AS keys
+      FROM pgqueue.message o
+      JOIN pgqueue.queue q ON q.name = o.queue AND q.deduplication_window_ms IS NOT NULL
+     WHERE o.id = ANY (ARRAY(SELECT id FROM moved WHERE NOT park)) AND o.deduplication_key IS NOT NULL
+    HAVING count(*) > 0
 )
-SELECT id, CASE WHEN NOT park THEN pg_notify(:channel, queue) END FROM moved;
+SELECT id, CASE WHEN NOT park THEN pg_notify(:channel, queue) END FROM moved WHERE (SELECT count(*) FROM kept) >= 0;
 
 -- name: lock_claimed
 -- In the transaction that runs a suspect, whose advisory lock another session of the same poller

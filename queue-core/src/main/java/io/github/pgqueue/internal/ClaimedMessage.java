@@ -5,11 +5,12 @@ import java.time.Instant;
 
 /**
  * A message as the re-check returned it: locked by the claiming session, its attempt counted,
- * with the retry policy of its queue.
+ * with the retry policy of its queue, and whether its queue keeps what completes there (a
+ * retention or a deduplication window), which its ack then does.
  */
 public record ClaimedMessage(long id, String queue, String payloadJson, String headersJson, int priority,
 		int attempt, Instant createdAt, int maxAttempts, String deadLetterQueue, long backoffInitialMs,
-		double backoffMultiplier, long backoffMaxMs, String lastError, int payloadBytes) {
+		double backoffMultiplier, long backoffMaxMs, String lastError, int payloadBytes, boolean keeps) {
 
 	/** Whether the payload was above the limit and so not read: {@link #payloadJson()} is null. */
 	public boolean oversized() {

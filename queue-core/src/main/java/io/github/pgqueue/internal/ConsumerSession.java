@@ -55,6 +55,9 @@ public final class ConsumerSession implements AutoCloseable {
 
 	private final Set<Long> held = new LinkedHashSet<>();
 
+	/** The held messages whose queue keeps what completes there: their ack is {@code ack_keeping}. */
+	private final Set<Long> keeping = new java.util.HashSet<>();
+
 	/**
 	 * The queue of the last claim: a claim runs only when nothing is held, so every held message
 	 * comes from it.
@@ -340,6 +343,9 @@ public final class ConsumerSession implements AutoCloseable {
 				ClaimedMessage message = read(queue, rs);
 				inTurn |= rs.getBoolean("in_turn");
 				this.held.add(message.id());
+				if (message.keeps()) {
+					this.keeping.add(message.id());
+				}
 				String unusable = unusable(message, this.maxPayloadBytes);
 				if (unusable != null) {
 					letters.add(DeadLetter.of(message, unusable));
@@ -405,7 +411,7 @@ public final class ConsumerSession implements AutoCloseable {
 				rs.getInt("priority"), rs.getInt("attempt"), rs.getTimestamp("created_at").toInstant(),
 				rs.getInt("max_attempts"), (dlq != null) ? dlq : QueueNames.defaultDeadLetterQueue(queue),
 				rs.getLong("backoff_initial_ms"), rs.getDouble("backoff_multiplier"), rs.getLong("backoff_max_ms"),
-				rs.getString("last_error"), rs.getInt("payload_bytes"));
+				rs.getString("last_error"), rs.getInt("payload_bytes"), rs.getBoolean("keeps"));
 	}
 
 	/** Deletes the messages and releases them, in one statement. */
@@ -414,7 +420,9 @@ public final class ConsumerSession implements AutoCloseable {
 			return;
 		}
 		checkHeld(ids);
-		try (PreparedStatement ps = this.sql.ack.prepare(this.connection, new QueueSql.Ack(ids.toArray(new Long[0]),
+		boolean keeps = !this.keeping.isEmpty() && ids.stream().anyMatch(this.keeping::contains);
+		try (PreparedStatement ps = (keeps ? this.sql.ackKeeping : this.sql.ack).prepare(this.connection,
+				new QueueSql.Ack(ids.toArray(new Long[0]),
 				this.claimedQueue, this.backendPid, this.namespace, this.sessionKey))) {
 			completed(ids, ps, "ack");
 		}
@@ -486,7 +494,9 @@ public final class ConsumerSession implements AutoCloseable {
 				new QueueSql.Release(attemptEnded, ids.toArray(new Long[0]), this.namespace, this.sessionKey))) {
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {
-					this.held.remove(rs.getLong("id"));
+					long id = rs.getLong("id");
+					this.held.remove(id);
+					this.keeping.remove(id);
 				}
 			}
 		}
@@ -508,6 +518,7 @@ public final class ConsumerSession implements AutoCloseable {
 			}
 		}
 		this.held.removeAll(done);
+		this.keeping.removeAll(done);
 		if (done.size() == ids.size()) {
 			return;
 		}
@@ -577,6 +588,7 @@ public final class ConsumerSession implements AutoCloseable {
 	private void markLost() {
 		this.lost = true;
 		this.held.clear();
+		this.keeping.clear();
 	}
 
 	private boolean isConnectionError(SQLException ex) {

@@ -138,6 +138,8 @@ public final class QueueSql {
 
 	public final NamedStatement<Ack> ack;
 
+	public final NamedStatement<Ack> ackKeeping;
+
 	public final NamedStatement<Retry> retry;
 
 	public final NamedStatement<DeadLetter> deadLetter;
@@ -180,6 +182,8 @@ public final class QueueSql {
 	public final NamedStatement<TransactionalClaim> transactionalClaimScanningHeadsAfter;
 
 	public final NamedStatement<TransactionalAck> transactionalAck;
+
+	public final NamedStatement<TransactionalAck> transactionalAckKeeping;
 
 	public final NamedStatement<TransactionalRetry> transactionalRetry;
 
@@ -478,6 +482,7 @@ public final class QueueSql {
 		this.claimById = NamedStatement.load(s, "session", "claim_by_id", ClaimOne.class);
 		this.claimSuspect = NamedStatement.load(s, "session", "claim_suspect", ClaimOne.class);
 		this.ack = NamedStatement.load(s, "session", "ack", Ack.class);
+		this.ackKeeping = NamedStatement.load(s, "session", "ack_keeping", Ack.class);
 		this.retry = NamedStatement.load(s, "session", "retry", Retry.class);
 		this.deadLetter = NamedStatement.load(s, "session", "dead_letter", DeadLetter.class);
 		this.release = NamedStatement.load(s, "session", "release", Release.class);
@@ -490,6 +495,7 @@ public final class QueueSql {
 		this.transactionalClaimScanningHeadsAfter = NamedStatement.load(s, "transactional",
 				"claim_scanning_heads_after", TransactionalClaim.class);
 		this.transactionalAck = NamedStatement.load(s, "transactional", "ack", TransactionalAck.class);
+		this.transactionalAckKeeping = NamedStatement.load(s, "transactional", "ack_keeping", TransactionalAck.class);
 		this.transactionalRetry = NamedStatement.load(s, "transactional", "retry", TransactionalRetry.class);
 		this.transactionalDeadLetter = NamedStatement.load(s, "transactional", "dead_letter",
 				TransactionalDeadLetter.class);

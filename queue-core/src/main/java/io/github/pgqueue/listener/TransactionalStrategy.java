@@ -211,10 +211,12 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 
 	/** The completing statements of a transaction, each after {@code before} in its round trip. */
 	private record Completions(NamedStatement<QueueSql.TransactionalAck> ack,
-			NamedStatement<QueueSql.TransactionalRetry> retry, NamedStatement<QueueSql.TransactionalDeadLetter> deadLetter) {
+			NamedStatement<QueueSql.TransactionalAck> ackKeeping, NamedStatement<QueueSql.TransactionalRetry> retry,
+			NamedStatement<QueueSql.TransactionalDeadLetter> deadLetter) {
 
 		Completions(QueueSql sql, String before) {
 			this(QueueSql.withIndexPlans(before, sql.transactionalAck, ""),
+					QueueSql.withIndexPlans(before, sql.transactionalAckKeeping, ""),
 					QueueSql.withIndexPlans(before, sql.transactionalRetry, ""),
 					QueueSql.withIndexPlans(before, sql.transactionalDeadLetter, ""));
 		}
@@ -466,7 +468,7 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 	private static Delivery giveBack(ClaimedMessage message) {
 		Delivery giveBack = new Delivery(new ClaimedMessage(message.id(), message.queue(), null, null,
 				message.priority(), message.attempt() - 1, message.createdAt(), message.maxAttempts(),
-				message.deadLetterQueue(), 0, 1, 0, null, 0));
+				message.deadLetterQueue(), 0, 1, 0, null, 0, message.keeps()));
 		giveBack.retry(Duration.ZERO, null);
 		return giveBack;
 	}
@@ -542,9 +544,13 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 		List<Long> acks = new ArrayList<>();
 		List<Delivery> retries = new ArrayList<>();
 		List<Delivery> deadLetters = new ArrayList<>();
+		boolean keeps = false;
 		for (Delivery delivery : deliveries) {
 			switch (delivery.completion) {
-				case ACK -> acks.add(delivery.message.id());
+				case ACK -> {
+					acks.add(delivery.message.id());
+					keeps |= delivery.message.keeps();
+				}
 				case RETRY -> retries.add(delivery);
 				case DEAD_LETTER -> deadLetters.add(delivery);
 				case GIVE_BACK -> {
@@ -554,7 +560,7 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 		Completions statements = releaseClaim ? this.completionsReleasingClaim : this.completions;
 		try {
 			if (!acks.isEmpty()) {
-				try (PreparedStatement ps = statements.ack().prepare(connection,
+				try (PreparedStatement ps = (keeps ? statements.ackKeeping() : statements.ack()).prepare(connection,
 						new QueueSql.TransactionalAck(acks.toArray(new Long[0]), queue))) {
 					ps.execute();
 				}

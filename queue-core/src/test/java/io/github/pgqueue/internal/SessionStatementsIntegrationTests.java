@@ -476,6 +476,27 @@ class SessionStatementsIntegrationTests {
 	// ack
 
 	@Test
+	void ackKeeping() throws SQLException {
+		Db.jdbc().update("INSERT INTO pgqueue.queue (name, retention_ms, deduplication_window_ms) VALUES ('kept', 86400000, 60000)");
+		long keyed = send("kept", 1, SendOptions.builder().deduplicationKey("k"));
+		long plain = send("kept", 2);
+		send("other", 3);
+		Session session = newSession();
+		assertThat(claim(this.sql.claimWalk, session, "kept", 2, true, null, null, this.payloadLimit))
+			.extracting("keeps").containsOnly(true);
+		assertThat(claim(this.sql.claimWalk, newSession(), "other", 1, true, null, null, this.payloadLimit))
+			.extracting("keeps").as("an undeclared queue keeps nothing").containsOnly(false);
+
+		assertThat(rows(session.connection(), this.sql.ackKeeping, ack(session, "kept", session.pid(), keyed, plain)))
+			.extracting("id").containsExactlyInAnyOrder(keyed, plain);
+		assertThat(Db.jdbc().queryForList("SELECT id, outcome, attempts FROM pgqueue.archive ORDER BY id"))
+			.containsExactly(Map.of("id", keyed, "outcome", "acked", "attempts", 1),
+					Map.of("id", plain, "outcome", "acked", "attempts", 1));
+		assertThat(Db.jdbc().queryForList("SELECT key, message_id FROM pgqueue.deduplication_key WHERE kept_until > now()"))
+			.containsExactly(Map.of("key", "k", "message_id", keyed));
+	}
+
+	@Test
 	void ack() throws SQLException {
 		long first = send("ack", 1);
 		long second = send("ack", 2);

@@ -327,6 +327,27 @@ class TransactionalStatementsIntegrationTests {
 		assertThat(lockedIds(pid(transaction), this.namespace)).isEmpty();
 	}
 
+	@Test
+	void ackKeeping() throws SQLException {
+		Db.jdbc().update("INSERT INTO pgqueue.queue (name, retention_ms, deduplication_window_ms) VALUES ('kept', 86400000, 60000)");
+		long keyed = send("kept", 1, SendOptions.builder().deduplicationKey("k"));
+		long plain = send("kept", 2);
+		Connection transaction = newTransaction();
+		assertThat(claim(this.sql.transactionalClaimWalk, transaction, "kept", 10, null, null, this.payloadLimit))
+			.extracting("keeps").containsOnly(true);
+
+		assertThat(rows(transaction, this.sql.transactionalAckKeeping,
+				new QueueSql.TransactionalAck(new Long[] { keyed, plain }, "kept"))).extracting("id")
+			.containsExactlyInAnyOrder(keyed, plain);
+		assertThat(Db.jdbc().queryForObject("SELECT count(*) FROM pgqueue.archive", Long.class))
+			.as("archived only when the transaction commits").isZero();
+		transaction.commit();
+		assertThat(Db.jdbc().queryForList("SELECT id, attempts FROM pgqueue.archive ORDER BY id"))
+			.as("the attempt that acked counted").containsExactly(Map.of("id", keyed, "attempts", 1), Map.of("id", plain, "attempts", 1));
+		assertThat(Db.jdbc().queryForList("SELECT key FROM pgqueue.deduplication_key WHERE kept_until > now()", String.class))
+			.containsExactly("k");
+	}
+
 	// retry
 
 	@Test

@@ -110,6 +110,7 @@ claimed AS (
         c.headers::text AS headers, c.priority, c.attempts + 1 AS attempt, c.created_at,
         COALESCE(c.max_attempts, q.max_attempts, 5) AS max_attempts,
         q.dead_letter_queue,
+        (q.retention_ms IS NOT NULL OR q.deduplication_window_ms IS NOT NULL) AS keeps,
         COALESCE(q.backoff_initial_ms, 1000) AS backoff_initial_ms,
         COALESCE(q.backoff_multiplier, 2.0) AS backoff_multiplier,
         COALESCE(q.backoff_max_ms, 600000) AS backoff_max_ms,
@@ -123,17 +124,17 @@ claimed AS (
    LEFT JOIN pgqueue.queue q ON q.name = c.queue
   ORDER BY c.priority, c.visible_at, c.id)
 UNION ALL
-SELECT id, 'suspect', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT id, 'suspect', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM suspicion WHERE suspect
 UNION ALL
-(SELECT e.id, 'window_end', NULL, NULL, e.priority, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+(SELECT e.id, 'window_end', NULL, NULL, e.priority, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
         (extract(epoch FROM e.visible_at) * 1000000)::bigint,
         NULL, NULL
    FROM walked e
   WHERE NOT e.taken
   ORDER BY e.priority LIMIT 1)
 UNION ALL
-SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        (SELECT ceil(extract(epoch FROM min(n.visible_at) - now()) * 1000)::bigint
           FROM priorities p
          CROSS JOIN LATERAL (
@@ -209,6 +210,7 @@ claimed AS (
         c.headers::text AS headers, c.priority, c.attempts + 1 AS attempt, c.created_at,
         COALESCE(c.max_attempts, q.max_attempts, 5) AS max_attempts,
         q.dead_letter_queue,
+        (q.retention_ms IS NOT NULL OR q.deduplication_window_ms IS NOT NULL) AS keeps,
         COALESCE(q.backoff_initial_ms, 1000) AS backoff_initial_ms,
         COALESCE(q.backoff_multiplier, 2.0) AS backoff_multiplier,
         COALESCE(q.backoff_max_ms, 600000) AS backoff_max_ms,
@@ -222,17 +224,17 @@ claimed AS (
    LEFT JOIN pgqueue.queue q ON q.name = c.queue
   ORDER BY c.priority, c.visible_at, c.id)
 UNION ALL
-SELECT id, 'suspect', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT id, 'suspect', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM suspicion WHERE suspect
 UNION ALL
-(SELECT e.id, 'window_end', NULL, NULL, e.priority, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+(SELECT e.id, 'window_end', NULL, NULL, e.priority, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
         (extract(epoch FROM e.visible_at) * 1000000)::bigint,
         NULL, NULL
    FROM walked e
   WHERE NOT e.taken
   ORDER BY e.priority LIMIT 1)
 UNION ALL
-SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        (SELECT ceil(extract(epoch FROM min(n.visible_at) - now()) * 1000)::bigint
           FROM priorities p
          CROSS JOIN LATERAL (
@@ -359,6 +361,7 @@ claimed AS (
         c.headers::text AS headers, c.priority, c.attempts + 1 AS attempt, c.created_at,
         COALESCE(c.max_attempts, q.max_attempts, 5) AS max_attempts,
         q.dead_letter_queue,
+        (q.retention_ms IS NOT NULL OR q.deduplication_window_ms IS NOT NULL) AS keeps,
         COALESCE(q.backoff_initial_ms, 1000) AS backoff_initial_ms,
         COALESCE(q.backoff_multiplier, 2.0) AS backoff_multiplier,
         COALESCE(q.backoff_max_ms, 600000) AS backoff_max_ms,
@@ -372,17 +375,17 @@ claimed AS (
    LEFT JOIN pgqueue.queue q ON q.name = c.queue
   ORDER BY c.priority, c.visible_at, c.id)
 UNION ALL
-SELECT id, 'suspect', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT id, 'suspect', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM suspicion WHERE suspect
 UNION ALL
-(SELECT e.id, 'window_end', NULL, NULL, e.priority, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+(SELECT e.id, 'window_end', NULL, NULL, e.priority, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
         (extract(epoch FROM e.visible_at) * 1000000)::bigint,
         (SELECT count(*) FROM scanned_heads)::int, NULL
    FROM walked e
   WHERE NOT e.taken
   ORDER BY e.priority LIMIT 1)
 UNION ALL
-SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        (SELECT ceil(extract(epoch FROM min(n.visible_at) - now()) * 1000)::bigint
           FROM priorities p
          CROSS JOIN LATERAL (
@@ -500,6 +503,7 @@ claimed AS (
         c.headers::text AS headers, c.priority, c.attempts + 1 AS attempt, c.created_at,
         COALESCE(c.max_attempts, q.max_attempts, 5) AS max_attempts,
         q.dead_letter_queue,
+        (q.retention_ms IS NOT NULL OR q.deduplication_window_ms IS NOT NULL) AS keeps,
         COALESCE(q.backoff_initial_ms, 1000) AS backoff_initial_ms,
         COALESCE(q.backoff_multiplier, 2.0) AS backoff_multiplier,
         COALESCE(q.backoff_max_ms, 600000) AS backoff_max_ms,
@@ -513,17 +517,17 @@ claimed AS (
    LEFT JOIN pgqueue.queue q ON q.name = c.queue
   ORDER BY c.priority, c.visible_at, c.id)
 UNION ALL
-SELECT id, 'suspect', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT id, 'suspect', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM suspicion WHERE suspect
 UNION ALL
-(SELECT e.id, 'window_end', NULL, NULL, e.priority, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+(SELECT e.id, 'window_end', NULL, NULL, e.priority, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
         (extract(epoch FROM e.visible_at) * 1000000)::bigint,
         (SELECT count(*) FROM scanned_heads)::int, NULL
    FROM walked e
   WHERE NOT e.taken
   ORDER BY e.priority LIMIT 1)
 UNION ALL
-SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        (SELECT ceil(extract(epoch FROM min(n.visible_at) - now()) * 1000)::bigint
           FROM priorities p
          CROSS JOIN LATERAL (
@@ -534,10 +538,12 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
  WHERE NOT EXISTS (SELECT 1 FROM taken);
 
 -- name: ack
--- Deletes messages in the handlers' transaction, which holds their locks; a queue with a
--- retention archives them (V23), in the same transaction, with this attempt counted (attempts
--- holds the failed ones), and keys of a queue with a deduplication window are kept, as session.sql's
--- ack does.
+-- Deletes messages in the handlers' transaction, which holds their locks.
+DELETE FROM pgqueue.message WHERE id = ANY(:ids) AND (queue = :queue) IS TRUE RETURNING id;
+
+-- name: ack_keeping
+-- As ack, for messages of a queue with a retention or a deduplication window, as session.sql's
+-- ack_keeping: archived with this attempt counted (attempts holds the failed ones), their keys kept.
 WITH acked AS (
     DELETE FROM pgqueue.message WHERE id = ANY(:ids) AND (queue = :queue) IS TRUE RETURNING id
 ),

@@ -100,7 +100,10 @@ class NotificationReaderIntegrationTests {
 		Collections.sort(delays);
 
 		assertThat(delays).as("notifications handed over").hasSizeGreaterThan(3_000);
-		assertThat(delays.get(delays.size() * 99 / 100) / 1_000_000).as("p99 of send to hand-over, ms").isLessThan(50);
+		// What this catches is the driver's way of handing notifications over in bursts up to a second
+		// apart; the latency itself is the benchmark's (many-queues). The bound leaves room for a
+		// machine busy with other builds, where a p99 of 59 ms was seen.
+		assertThat(delays.get(delays.size() * 99 / 100) / 1_000_000).as("p99 of send to hand-over, ms").isLessThan(250);
 	}
 
 	@Test

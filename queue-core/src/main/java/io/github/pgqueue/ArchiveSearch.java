@@ -17,9 +17,10 @@ import java.util.Objects;
 public record ArchiveSearch(String queue, Long id, String headerName, String headerValue, Instant completedFrom,
 		Instant completedBefore, int limit) {
 
-	/** The default and largest {@link #limit()}. */
+	/** The {@link #limit()} of {@link #all()}. */
 	public static final int DEFAULT_LIMIT = 100;
 
+	/** The largest {@link #limit()}. */
 	public static final int MAX_LIMIT = 1000;
 
 	public ArchiveSearch {

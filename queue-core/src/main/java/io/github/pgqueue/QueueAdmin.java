@@ -541,7 +541,15 @@ public final class QueueAdmin {
 	 * land in their day's partition from the first one on, and drops the expired ones.
 	 */
 	private void upkeepArchive() {
-		new MessageArchive(this.context).upkeep();
+		try {
+			new MessageArchive(this.context).upkeep();
+		}
+		catch (org.springframework.dao.DataAccessException ex) {
+			// The definition is stored: a declaration (at startup, say) must not fail because a drop
+			// of an expired partition waited for acks. Nothing is lost meanwhile.
+			logger.warn("Could not create the archive's partitions ahead now; archived messages go to its default "
+					+ "partition until the listeners' hourly upkeep creates them", ex);
+		}
 	}
 
 	private static Duration duration(java.sql.ResultSet rs, String column) throws java.sql.SQLException {

@@ -29,7 +29,7 @@ final class DelayedScenario {
 
 	static final Duration POLL_INTERVAL = Duration.ofSeconds(60);
 
-	/** Issue 11's target for pgqueue's p99 lateness. */
+	/** The target for pgqueue's p99 lateness. */
 	static final double TARGET_P99_MILLIS = 50;
 
 	private static final long SEED = 20_000;
@@ -167,7 +167,7 @@ final class DelayedScenario {
 			}
 			this.context.results().ratio(line.toString());
 			System.out.printf("# delayed: %s p99 lateness %.2f ms (%s ms for the messages due after the sends), "
-					+ "issue 11 target <= %.0f ms: %s%n", system, row.p99Millis(), row.extra().get("after_sends_p99_ms"),
+					+ "target <= %.0f ms: %s%n", system, row.p99Millis(), row.extra().get("after_sends_p99_ms"),
 					TARGET_P99_MILLIS, (row.p99Millis() <= TARGET_P99_MILLIS) ? "met" : "missed");
 		}
 	}

@@ -17,11 +17,14 @@ import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 
 import io.github.pgqueue.internal.ConsumerSession;
+import io.github.pgqueue.AckMode;
 import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.ListenerFixture;
 import io.github.pgqueue.testing.PostgresExtension;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.support.JdbcTransactionManager;
@@ -47,6 +50,9 @@ class DeduplicationWindowIntegrationTests {
 			QueueContext.builder(this.dataSource).meterRegistry(this.meters).build());
 
 	private final QueueAdmin admin = new QueueAdmin(this.template.context());
+
+	@RegisterExtension
+	final ListenerFixture listeners = ListenerFixture.consumers("window-consumers", 4);
 
 	private static SendOptions key(String key) {
 		return SendOptions.builder().deduplicationKey(key).build();
@@ -177,6 +183,63 @@ class DeduplicationWindowIntegrationTests {
 		assertThat(idsByKey).hasSize(keys);
 		idsByKey.forEach((k, ids) -> assertThat(ids).as("ids returned for %s", k).hasSize(1));
 		assertThat(this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.deduplication_key WHERE queue = 'race' "
+				+ "AND kept_until > now()", Long.class)).isEqualTo(keys);
+	}
+
+	/**
+	 * As above with transactional listeners, whose acks keep the keys in the handlers' transactions
+	 * (one in ten handled messages fails its first run, so retries and rollbacks come between the
+	 * acks): each key is inserted once, every send of it gets the one id, and the handlers' writes,
+	 * made in their transactions, commit once per key. (A failure rolls back and runs again the
+	 * handlers before it in its batch, so handler calls are not counted.)
+	 */
+	@Test
+	void eightSendersAndTransactionalListenersHandleEachKeyOnce() throws Exception {
+		window("tx-race", Duration.ofHours(1));
+		int keys = 200;
+		Map<String, Set<Long>> idsByKey = new ConcurrentHashMap<>();
+		this.jdbc.execute("CREATE TABLE IF NOT EXISTS public.window_handled (key text NOT NULL)");
+		this.jdbc.execute("TRUNCATE public.window_handled");
+		AtomicInteger runs = new AtomicInteger();
+		this.listeners.start(ListenerFixture.endpoint("tx-race", String.class, (message, ack) -> {
+			this.jdbc.update("INSERT INTO public.window_handled (key) VALUES (?)", message.payload());
+			if (runs.incrementAndGet() % 10 == 0 && message.attempt() == 1) {
+				throw new IllegalStateException("first run of a tenth message");
+			}
+		}, ListenerFixture.properties("tx-race").concurrency(2).batchSize(10).ackMode(AckMode.AUTO)
+			.mode(ConsumptionMode.TRANSACTIONAL)));
+		ExecutorService threads = Executors.newFixedThreadPool(8);
+		CountDownLatch start = new CountDownLatch(1);
+		List<Future<?>> senders = new ArrayList<>();
+		for (int t = 0; t < 8; t++) {
+			int offset = t * 25;
+			senders.add(threads.submit(() -> {
+				start.await();
+				for (int round = 0; round < 5; round++) {
+					for (int i = 0; i < keys; i++) {
+						String k = "k" + ((i + offset) % keys);
+						long id = this.template.send("tx-race", k, key(k));
+						idsByKey.computeIfAbsent(k, (x) -> ConcurrentHashMap.newKeySet()).add(id);
+					}
+				}
+				return null;
+			}));
+		}
+		start.countDown();
+		for (Future<?> sender : senders) {
+			sender.get(120, TimeUnit.SECONDS);
+		}
+		threads.shutdown();
+		org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(60)).until(() -> this.jdbc.queryForObject(
+				"SELECT count(*) FROM pgqueue.message WHERE queue = 'tx-race'", Long.class) == 0);
+
+		assertThat(this.jdbc.queryForObject("SELECT count(DISTINCT key) FROM public.window_handled", Long.class))
+			.as("keys handled").isEqualTo(keys);
+		assertThat(this.jdbc.queryForList("SELECT key FROM public.window_handled GROUP BY key HAVING count(*) > 1",
+				String.class)).as("keys whose handling committed more than once").isEmpty();
+		assertThat(idsByKey).hasSize(keys);
+		idsByKey.forEach((k, ids) -> assertThat(ids).as("ids returned for %s", k).hasSize(1));
+		assertThat(this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.deduplication_key WHERE queue = 'tx-race' "
 				+ "AND kept_until > now()", Long.class)).isEqualTo(keys);
 	}
 

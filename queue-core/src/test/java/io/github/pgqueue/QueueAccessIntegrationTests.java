@@ -134,6 +134,31 @@ class QueueAccessIntegrationTests {
 	}
 
 	/**
+	 * A restricted role's publishes to an exchange bound to a queue with a deduplication window are
+	 * held to the window as its sends are: a key kept after its message was acked is refused.
+	 */
+	@Test
+	void aRestrictedRolesPublishesAreHeldToTheWindow() {
+		this.admin.declare(QueueDefinition.of("kept-pub").withDeduplicationWindow(java.time.Duration.ofHours(1)));
+		this.admin.declare(new ExchangeDefinition("kept-ex", ExchangeDefinition.Type.FANOUT,
+				List.of(new ExchangeDefinition.Binding("kept-pub", null))));
+		this.admin.grant("alice", "kept-pub", QueueAdmin.Access.SEND, QueueAdmin.Access.CONSUME);
+		QueueTemplate alice = QueueTemplate.builder(as("alice")).build();
+		SendOptions key = SendOptions.builder().deduplicationKey("k").build();
+
+		assertThat(alice.publish("kept-ex", "", 1, key)).isEqualTo(1);
+		assertThat(alice.publish("kept-ex", "", 2, key)).as("the key is queued").isZero();
+		try (Lease<Integer> lease = alice.receive("kept-pub", Integer.class).orElseThrow()) {
+			lease.ack();
+		}
+		assertThat(alice.publish("kept-ex", "", 3, key)).as("the key is kept by the window").isZero();
+		assertThat(this.owner.queryForObject("SELECT count(*) FROM pgqueue.message WHERE queue = 'kept-pub'",
+				Long.class)).isZero();
+		assertThat(this.owner.queryForObject("SELECT count(*) FROM pgqueue.deduplication_key WHERE queue = 'kept-pub'",
+				Long.class)).isOne();
+	}
+
+	/**
 	 * Dropping a role that was granted queue access (DROP OWNED BY, then DROP ROLE, as PostgreSQL
 	 * requires) leaves every other role's access as it was; a new role of the same name gets
 	 * nothing of the dropped one's.

@@ -571,6 +571,7 @@ class AdminStatementsIntegrationTests {
 		assertThat(rows).extracting("statement").containsExactly("GRANT USAGE ON SCHEMA pgqueue TO \"Stmt Reader\"",
 				"GRANT SELECT, INSERT, UPDATE, DELETE ON pgqueue.message TO \"Stmt Reader\"",
 				"GRANT SELECT ON pgqueue.queue TO \"Stmt Reader\"", "GRANT SELECT ON pgqueue.setting TO \"Stmt Reader\"",
+				"GRANT SELECT ON pgqueue.exchange TO \"Stmt Reader\"", "GRANT SELECT ON pgqueue.binding TO \"Stmt Reader\"",
 				"GRANT SELECT, INSERT, UPDATE, DELETE ON pgqueue.holding TO \"Stmt Reader\"",
 				"GRANT SELECT ON pgqueue.deduplication_key TO \"Stmt Reader\"",
 				"GRANT SELECT, INSERT ON pgqueue.archive TO \"Stmt Reader\"",

@@ -206,6 +206,8 @@ SELECT format(t, :schema::text, :role::text) AS statement FROM (VALUES
     ('GRANT SELECT, INSERT, UPDATE, DELETE ON %1$I.message TO %2$I'),
     ('GRANT SELECT ON %1$I.queue TO %2$I'),
     ('GRANT SELECT ON %1$I.setting TO %2$I'),
+    ('GRANT SELECT ON %1$I.exchange TO %2$I'),
+    ('GRANT SELECT ON %1$I.binding TO %2$I'),
     ('GRANT SELECT, INSERT, UPDATE, DELETE ON %1$I.holding TO %2$I'),
     ('GRANT SELECT ON %1$I.deduplication_key TO %2$I'),
     ('GRANT SELECT, INSERT ON %1$I.archive TO %2$I'),

@@ -136,21 +136,7 @@ class DeduplicationWindowIntegrationTests {
 		AtomicInteger acked = new AtomicInteger();
 		ExecutorService threads = Executors.newFixedThreadPool(10);
 		CountDownLatch start = new CountDownLatch(1);
-		List<Future<?>> senders = new ArrayList<>();
-		for (int t = 0; t < 8; t++) {
-			int offset = t * 25;
-			senders.add(threads.submit(() -> {
-				start.await();
-				for (int round = 0; round < 5; round++) {
-					for (int i = 0; i < keys; i++) {
-						String k = "k" + ((i + offset) % keys);
-						long id = this.template.send("race", k, key(k));
-						idsByKey.computeIfAbsent(k, (x) -> ConcurrentHashMap.newKeySet()).add(id);
-					}
-				}
-				return null;
-			}));
-		}
+		List<Future<?>> senders = eightSenders(threads, start, "race", keys, idsByKey);
 		List<Future<?>> consumers = new ArrayList<>();
 		for (int c = 0; c < 2; c++) {
 			consumers.add(threads.submit(() -> {
@@ -210,21 +196,7 @@ class DeduplicationWindowIntegrationTests {
 			.mode(ConsumptionMode.TRANSACTIONAL)));
 		ExecutorService threads = Executors.newFixedThreadPool(8);
 		CountDownLatch start = new CountDownLatch(1);
-		List<Future<?>> senders = new ArrayList<>();
-		for (int t = 0; t < 8; t++) {
-			int offset = t * 25;
-			senders.add(threads.submit(() -> {
-				start.await();
-				for (int round = 0; round < 5; round++) {
-					for (int i = 0; i < keys; i++) {
-						String k = "k" + ((i + offset) % keys);
-						long id = this.template.send("tx-race", k, key(k));
-						idsByKey.computeIfAbsent(k, (x) -> ConcurrentHashMap.newKeySet()).add(id);
-					}
-				}
-				return null;
-			}));
-		}
+		List<Future<?>> senders = eightSenders(threads, start, "tx-race", keys, idsByKey);
 		start.countDown();
 		for (Future<?> sender : senders) {
 			sender.get(120, TimeUnit.SECONDS);
@@ -287,6 +259,30 @@ class DeduplicationWindowIntegrationTests {
 		assertThatIllegalArgumentException()
 			.isThrownBy(() -> QueueDefinition.of("q").withDeduplicationWindow(Duration.ofMinutes(-5)))
 			.withMessageContaining("was PT-5M");
+	}
+
+	/**
+	 * Eight threads that, once {@code start} opens, each send keys k0 to k{keys - 1} five times over to
+	 * {@code queue}, from a different key each, recording the ids the sends return by key.
+	 */
+	private List<Future<?>> eightSenders(ExecutorService threads, CountDownLatch start, String queue, int keys,
+			Map<String, Set<Long>> idsByKey) {
+		List<Future<?>> senders = new ArrayList<>();
+		for (int t = 0; t < 8; t++) {
+			int offset = t * 25;
+			senders.add(threads.submit(() -> {
+				start.await();
+				for (int round = 0; round < 5; round++) {
+					for (int i = 0; i < keys; i++) {
+						String k = "k" + ((i + offset) % keys);
+						long id = this.template.send(queue, k, key(k));
+						idsByKey.computeIfAbsent(k, (x) -> ConcurrentHashMap.newKeySet()).add(id);
+					}
+				}
+				return null;
+			}));
+		}
+		return senders;
 	}
 
 	private void ack(String queue, int count) {

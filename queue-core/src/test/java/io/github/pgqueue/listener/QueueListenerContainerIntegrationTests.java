@@ -108,14 +108,21 @@ class QueueListenerContainerIntegrationTests {
 		}
 	}
 
+	/**
+	 * The first handlers wait until three run at once (so that the test does not depend on the
+	 * scheduler overlapping them), and never do more than three run.
+	 */
 	@Test
 	void neverMoreHandlersRunThanTheConcurrency() {
 		AtomicInteger running = new AtomicInteger();
 		AtomicInteger maxRunning = new AtomicInteger();
 		AtomicInteger handled = new AtomicInteger();
+		CountDownLatch threeRunning = new CountDownLatch(3);
 		this.listeners.start(endpoint("slow", "slow", 3, AckMode.AUTO, (message, ack) -> {
 			int now = running.incrementAndGet();
 			maxRunning.accumulateAndGet(now, Math::max);
+			threeRunning.countDown();
+			threeRunning.await(10, TimeUnit.SECONDS);
 			Thread.sleep(5);
 			running.decrementAndGet();
 			handled.incrementAndGet();

@@ -65,12 +65,17 @@ class LimitsStatementsIntegrationTests {
 		assertThat(first).containsEntry("granted", 8).containsEntry("next_in_ms", 0L);
 		assertThat(bucket("take")).containsEntry("burst", 20).containsEntry("rate", 20.0);
 		assertThat((double) bucket("take").get("tokens")).isEqualTo(12.0);
+		// No refill up to the next take (its last refill is put an hour ahead, so that no time passes
+		// for the bucket): exactly 12 - 8 tokens are left.
+		freezeRefill("take");
 		assertThat(take(connection, "take", 8)).containsEntry("granted", 8);
-		// 4 tokens left (plus what refilled meanwhile): all or nothing, so nothing; the next 8 are due
-		// in about (8 - 4) / 20 s.
+		assertThat((double) bucket("take").get("tokens")).isEqualTo(4.0);
+		// 4 tokens, and again no refill (a take refills from its own time on): all or nothing, so
+		// nothing; the next 8 are due in (8 - 4) / 20 s.
+		freezeRefill("take");
 		Map<String, Object> short_ = take(connection, "take", 8);
-		assertThat(short_).containsEntry("granted", 0);
-		assertThat((long) short_.get("next_in_ms")).isBetween(1L, 200L);
+		assertThat(short_).containsEntry("granted", 0).containsEntry("next_in_ms", 200L);
+		assertThat((double) bucket("take").get("tokens")).isEqualTo(4.0);
 		// A grant never exceeds the burst, whatever is wanted.
 		this.jdbc.update("UPDATE pgqueue.rate_bucket SET refilled_at = refilled_at - interval '10 seconds'");
 		assertThat(take(connection, "take", 50)).containsEntry("granted", 20);
@@ -119,11 +124,13 @@ class LimitsStatementsIntegrationTests {
 		this.admin.declare(QueueDefinition.of("free"));
 		Connection connection = this.connections.open();
 		take(connection, "limited", 60);
+		// 40 tokens left, and no refill while the bucket's last refill is an hour ahead.
+		freezeRefill("limited");
 		List<Map<String, Object>> limits = rows(connection, this.sql.rateLimits, new QueueSql.None());
 		assertThat(limits).extracting((row) -> row.get("name")).containsExactly("limited", "slow");
 		assertThat(limits.get(0)).containsEntry("rate_limit_permits", 6000).containsEntry("rate_limit_period_ms", 60000)
 			.containsEntry("burst", 100);
-		assertThat((double) limits.get(0).get("tokens")).isBetween(40.0, 45.0);
+		assertThat((double) limits.get(0).get("tokens")).isEqualTo(40.0);
 		// Never taken from: a full bucket, at least one token.
 		assertThat(limits.get(1)).containsEntry("burst", 1).containsEntry("tokens", 1.0);
 		// Through the admin: the ready messages beyond the tokens wait.
@@ -133,7 +140,20 @@ class LimitsStatementsIntegrationTests {
 		QueueAdmin.RateLimitState state = this.admin.rateLimits().get(0);
 		assertThat(state.queue()).isEqualTo("limited");
 		assertThat(state.limit()).isEqualTo(RateLimit.perMinute(6000));
-		assertThat(state.waiting()).isBetween(5L, 10L);
+		assertThat(state.tokens()).isEqualTo(40.0);
+		assertThat(state.waiting()).isEqualTo(10L);
+		// The tokens are refilled to the moment of reading, at 100 a second: last refilled 300 ms
+		// before the update, the bucket holds 40 + 30 and at most what the time since then refilled.
+		long before = System.nanoTime();
+		this.jdbc.update("UPDATE pgqueue.rate_bucket SET refilled_at = clock_timestamp() - interval '300 milliseconds'"
+				+ " WHERE queue = 'limited'");
+		double refilled = (double) rows(connection, this.sql.rateLimits, new QueueSql.None()).get(0).get("tokens");
+		double seconds = (System.nanoTime() - before) / 1e9;
+		assertThat(refilled).isBetween(70.0, Math.min(100.0, 70.0 + 100 * seconds));
+		// Up to the burst, never beyond it.
+		this.jdbc.update("UPDATE pgqueue.rate_bucket SET refilled_at = clock_timestamp() - interval '10 seconds'"
+				+ " WHERE queue = 'limited'");
+		assertThat(rows(connection, this.sql.rateLimits, new QueueSql.None()).get(0)).containsEntry("tokens", 100.0);
 		assertThat(this.admin.list()).filteredOn((info) -> info.definition().name().equals("slow"))
 			.singleElement()
 			.satisfies((info) -> assertThat(info.definition().rateLimit()).hasToString("30/m"));
@@ -201,6 +221,15 @@ class LimitsStatementsIntegrationTests {
 		List<Map<String, Object>> rows = rows(connection, this.sql.takeTokens, new QueueSql.TakeTokens(queue, wanted));
 		assertThat(rows).hasSize(1);
 		return rows.get(0);
+	}
+
+	/**
+	 * Puts the bucket's last refill an hour ahead, so that no time passes for it until its next take
+	 * (which refills from then on): what it holds is then exact, however slowly the test runs.
+	 */
+	private void freezeRefill(String queue) {
+		assertThat(this.jdbc.update("UPDATE pgqueue.rate_bucket SET refilled_at = clock_timestamp() + interval '1 hour'"
+				+ " WHERE queue = ?", queue)).isEqualTo(1);
 	}
 
 	private Map<String, Object> bucket(String queue) {

@@ -88,11 +88,11 @@ class QueueTemplateIntegrationTests {
 
 	@Test
 	void delayedMessageIsNotReceivedBeforeItsTime() {
-		this.template.send("later", "x", SendOptions.builder().delay(Duration.ofMillis(800)).build());
+		this.template.send("later", "x", SendOptions.builder().delay(Duration.ofSeconds(3)).build());
 		this.template.send("later", "y", SendOptions.builder().notBefore(Instant.now().plusSeconds(3600)).build());
 		assertThat(this.template.receive("later", String.class)).isEmpty();
 		assertThat(this.template.stats("later").scheduled()).isEqualTo(2);
-		org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(50)).until(() -> {
+		org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(15)).pollInterval(Duration.ofMillis(50)).until(() -> {
 			Optional<Lease<String>> lease = this.template.receive("later", String.class);
 			lease.ifPresent(Lease::ack);
 			return lease.isPresent();
@@ -210,11 +210,11 @@ class QueueTemplateIntegrationTests {
 	void nackRedeliversAfterTheDelayWithTheAttemptCounted() {
 		long id = this.template.send("retry", "x");
 		try (Lease<String> lease = this.template.receive("retry", String.class).orElseThrow()) {
-			lease.nack(Duration.ofMillis(300));
+			lease.nack(Duration.ofSeconds(3));
 		}
 		assertThat(this.template.receive("retry", String.class)).isEmpty();
 		Lease<String> again = org.awaitility.Awaitility.await()
-			.atMost(Duration.ofSeconds(5))
+			.atMost(Duration.ofSeconds(15))
 			.pollInterval(Duration.ofMillis(50))
 			.until(() -> this.template.receive("retry", String.class), Optional::isPresent)
 			.orElseThrow();

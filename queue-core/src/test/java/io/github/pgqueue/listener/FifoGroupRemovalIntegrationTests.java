@@ -145,7 +145,7 @@ class FifoGroupRemovalIntegrationTests {
 		String queue = queue("purge", mode);
 		long a = this.template.send(queue, "a", GROUP);
 		this.template.send(queue, "b", GROUP);
-		long c = this.template.send(queue, "c", SendOptions.builder().group("g").delay(Duration.ofMillis(300)).build());
+		long c = this.template.send(queue, "c", SendOptions.builder().group("g").delay(Duration.ofSeconds(3)).build());
 		try (Lease<String> head = this.template.receive(queue, String.class).orElseThrow()) {
 			assertThat(head.message().id()).isEqualTo(a);
 			head.nack(Duration.ofMinutes(5));
@@ -171,7 +171,7 @@ class FifoGroupRemovalIntegrationTests {
 		try (Lease<String> head = this.template.receive(queue, String.class).orElseThrow();
 				Connection sender = this.listeners.app().getConnection()) {
 			sender.setAutoCommit(false);
-			long c = insert(sender, queue, "c", Duration.ofMillis(300));
+			long c = insert(sender, queue, "c", Duration.ofSeconds(3));
 			CompletableFuture<Long> purge = CompletableFuture.supplyAsync(() -> admin.purge(queue, QueueAdmin.Purge.READY));
 			awaitDoneOrWaiting(purge);
 			sender.commit();
@@ -482,7 +482,7 @@ class FifoGroupRemovalIntegrationTests {
 	}
 
 	private void awaitVisible(long id) {
-		await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20))
+		await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(20))
 			.until(() -> this.jdbc.queryForObject("SELECT visible_at <= now() FROM pgqueue.message WHERE id = ?",
 					Boolean.class, id));
 	}

@@ -115,12 +115,12 @@ class OrphanRecoveryIntegrationTests {
 			Map<Long, Integer> handled = new ConcurrentHashMap<>();
 			this.registry.registerListenerEndpoint(endpoint("rescuer", "rescued",
 					(message, ack) -> handled.put(message.id(), message.attempt())));
-			await().atMost(Duration.ofSeconds(10)).until(() -> handled.containsKey(orphan));
+			await().atMost(Duration.ofSeconds(30)).until(() -> handled.containsKey(orphan));
 			assertThat(handled).containsExactly(Map.entry(orphan, 2));
 		}
 		finally {
 			release.set(true);
-			await().atMost(Duration.ofSeconds(10)).until(() -> deafPollers.stream().noneMatch(Thread::isAlive));
+			await().atMost(Duration.ofSeconds(30)).until(() -> deafPollers.stream().noneMatch(Thread::isAlive));
 		}
 	}
 

@@ -398,7 +398,7 @@ class QueueListenerContainerIntegrationTests {
 				.build());
 		this.template.sendBatch("deaf", IntStream.range(0, 8).boxed().toList());
 		impatient.start();
-		assertThat(allStuck.await(10, TimeUnit.SECONDS)).isTrue();
+		assertThat(allStuck.await(30, TimeUnit.SECONDS)).isTrue();
 		List<Thread> pollers = Thread.getAllStackTraces().keySet().stream()
 			.filter((thread) -> thread.getName().startsWith("pgqueue-deaf-")).toList();
 		assertThat(pollers).hasSize(8).allMatch(Thread::isDaemon);

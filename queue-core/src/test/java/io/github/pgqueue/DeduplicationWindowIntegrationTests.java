@@ -187,31 +187,37 @@ class DeduplicationWindowIntegrationTests {
 		window("tx-race", Duration.ofHours(1));
 		int keys = 200;
 		Map<String, Set<Long>> idsByKey = new ConcurrentHashMap<>();
-		this.jdbc.execute("CREATE TABLE IF NOT EXISTS public.window_handled (key text NOT NULL)");
-		this.jdbc.execute("TRUNCATE public.window_handled");
-		AtomicInteger runs = new AtomicInteger();
-		this.listeners.start(ListenerFixture.endpoint("tx-race", String.class, (message, ack) -> {
-			this.jdbc.update("INSERT INTO public.window_handled (key) VALUES (?)", message.payload());
-			if (runs.incrementAndGet() % 10 == 0 && message.attempt() == 1) {
-				throw new IllegalStateException("first run of a tenth message");
-			}
-		}, ListenerFixture.properties("tx-race").concurrency(2).batchSize(10).ackMode(AckMode.AUTO)
-			.mode(ConsumptionMode.TRANSACTIONAL)));
+		this.jdbc.execute("CREATE TABLE public.window_handled (key text NOT NULL)");
 		ExecutorService threads = Executors.newFixedThreadPool(8);
-		CountDownLatch start = new CountDownLatch(1);
-		List<Future<?>> senders = eightSenders(threads, start, "tx-race", keys, idsByKey);
-		start.countDown();
-		for (Future<?> sender : senders) {
-			sender.get(120, TimeUnit.SECONDS);
-		}
-		threads.shutdown();
-		org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(60)).until(() -> this.jdbc.queryForObject(
-				"SELECT count(*) FROM pgqueue.message WHERE queue = 'tx-race'", Long.class) == 0);
+		try {
+			AtomicInteger runs = new AtomicInteger();
+			this.listeners.start(ListenerFixture.endpoint("tx-race", String.class, (message, ack) -> {
+				this.jdbc.update("INSERT INTO public.window_handled (key) VALUES (?)", message.payload());
+				if (runs.incrementAndGet() % 10 == 0 && message.attempt() == 1) {
+					throw new IllegalStateException("first run of a tenth message");
+				}
+			}, ListenerFixture.properties("tx-race").concurrency(2).batchSize(10).ackMode(AckMode.AUTO)
+				.mode(ConsumptionMode.TRANSACTIONAL)));
+			CountDownLatch start = new CountDownLatch(1);
+			List<Future<?>> senders = eightSenders(threads, start, "tx-race", keys, idsByKey);
+			start.countDown();
+			for (Future<?> sender : senders) {
+				sender.get(120, TimeUnit.SECONDS);
+			}
+			org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(60)).until(() -> this.jdbc.queryForObject(
+					"SELECT count(*) FROM pgqueue.message WHERE queue = 'tx-race'", Long.class) == 0);
+			this.listeners.stop();
 
-		assertThat(this.jdbc.queryForObject("SELECT count(DISTINCT key) FROM public.window_handled", Long.class))
-			.as("keys handled").isEqualTo(keys);
-		assertThat(this.jdbc.queryForList("SELECT key FROM public.window_handled GROUP BY key HAVING count(*) > 1",
-				String.class)).as("keys whose handling committed more than once").isEmpty();
+			assertThat(this.jdbc.queryForObject("SELECT count(DISTINCT key) FROM public.window_handled", Long.class))
+				.as("keys handled").isEqualTo(keys);
+			assertThat(this.jdbc.queryForList("SELECT key FROM public.window_handled GROUP BY key HAVING count(*) > 1",
+					String.class)).as("keys whose handling committed more than once").isEmpty();
+		}
+		finally {
+			threads.shutdownNow();
+			this.listeners.stop();
+			this.jdbc.execute("DROP TABLE public.window_handled");
+		}
 		assertThat(idsByKey).hasSize(keys);
 		idsByKey.forEach((k, ids) -> assertThat(ids).as("ids returned for %s", k).hasSize(1));
 		assertThat(this.jdbc.queryForObject("SELECT count(*) FROM pgqueue.deduplication_key WHERE queue = 'tx-race' "

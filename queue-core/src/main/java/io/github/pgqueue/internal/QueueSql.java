@@ -85,6 +85,11 @@ public final class QueueSql {
 			int payloadLimit, Integer afterPriority, Long afterVisibleAtUs, Long afterId) {
 	}
 
+	/** Parameters of {@code claim_fair}: a session claim that goes on after the key {@code afterKey} ("" for the first). */
+	public record SessionFairClaim(String queue, boolean mayTakeSuspects, String[] filter, int namespace, long session,
+			int payloadLimit, String afterKey) {
+	}
+
 	/** Parameters of {@code claim_by_id} and {@code claim_suspect}. */
 	public record ClaimOne(long id, String queue, int namespace, long session, int payloadLimit) {
 	}
@@ -129,6 +134,9 @@ public final class QueueSql {
 	public final NamedStatement<SessionClaim> claimWalk;
 
 	public final NamedStatement<SessionClaim> claimWalkAfter;
+
+	/** Takes a batch size and filter: {@link NamedStatement#variant}. */
+	public final NamedStatement<SessionFairClaim> claimFair;
 
 	public final NamedStatement<SessionClaim> claimScanningHeads;
 
@@ -478,6 +486,7 @@ public final class QueueSql {
 		this.unlockAll = NamedStatement.load(s, "session", "unlock_all", None.class);
 		this.claimWalk = NamedStatement.load(s, "session", "claim_walk", SessionClaim.class);
 		this.claimWalkAfter = NamedStatement.load(s, "session", "claim_walk_after", SessionClaim.class);
+		this.claimFair = NamedStatement.load(s, "session", "claim_fair", SessionFairClaim.class);
 		this.claimScanningHeads = NamedStatement.load(s, "session", "claim_scanning_heads", SessionClaim.class);
 		this.claimById = NamedStatement.load(s, "session", "claim_by_id", ClaimOne.class);
 		this.claimSuspect = NamedStatement.load(s, "session", "claim_suspect", ClaimOne.class);

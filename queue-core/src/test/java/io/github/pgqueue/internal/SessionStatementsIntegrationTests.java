@@ -147,6 +147,51 @@ class SessionStatementsIntegrationTests {
 		assertThat(lockedIds(other.pid(), this.namespace)).as("another session's stay").containsExactly(3L);
 	}
 
+	// claim_fair
+
+	/**
+	 * A queue whose definition names the header "tenant": 50 messages of tenant a, sent first, then
+	 * two of b and one of c. A claim of 4 after no key takes each key's head first (a, b, c) and fills
+	 * the batch from the head of the queue; a claim after key a starts with b; a claim after c wraps
+	 * around to a. Held messages are skipped, a key whose messages are all held gives none.
+	 */
+	@Test
+	void claimFair() throws SQLException {
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key) VALUES ('fair', 'tenant')");
+		List<Long> a = new java.util.ArrayList<>();
+		for (int i = 0; i < 50; i++) {
+			a.add(send("fair", i, SendOptions.builder().header("tenant", "a")));
+		}
+		long b1 = send("fair", 100, SendOptions.builder().header("tenant", "b"));
+		long b2 = send("fair", 101, SendOptions.builder().header("tenant", "b"));
+		long c1 = send("fair", 200, SendOptions.builder().header("tenant", "c"));
+		long none = send("fair", 300);
+		assertThat(Db.queryForLong("SELECT count(*) FROM pgqueue.message WHERE queue = 'fair' AND concurrency_key IS NOT NULL"))
+			.as("the sends copied the header into the key").isEqualTo(53);
+
+		Session first = newSession();
+		assertThat(fair(first, "fair", 4, "")).extracting("id", "kind").containsExactlyInAnyOrder(
+				tuple(a.get(0), "claimed"), tuple(b1, "claimed"), tuple(c1, "claimed"), tuple(a.get(1), "claimed"));
+
+		Session second = newSession();
+		assertThat(fair(second, "fair", 2, "a")).as("after key a: b first, then c")
+			.extracting("id").containsExactlyInAnyOrder(b2, a.get(2));
+
+		Session third = newSession();
+		assertThat(fair(third, "fair", 3, "c")).as("after the last key: from the first again; b's messages are held")
+			.extracting("id").containsExactlyInAnyOrder(a.get(3), a.get(4), a.get(5));
+		assertThat(lockable(this.namespace, none)).isTrue();
+	}
+
+	private List<Map<String, Object>> fair(Session session, String queue, int batch, String afterKey)
+			throws SQLException {
+		return rows(session.connection(), this.sql.claimFair.variant(batch, false), new QueueSql.SessionFairClaim(queue,
+				true, null, this.namespace, session.key(), this.payloadLimit, afterKey))
+			.stream()
+			.filter((row) -> !"next_due".equals(row.get("kind")))
+			.toList();
+	}
+
 	// claim_walk
 
 	@Test

@@ -3,10 +3,13 @@
 
 -- name: send
 -- One message with its options; :not_before (or, when null, now plus :delay_ms) is when it becomes
--- visible.
-INSERT INTO pgqueue.message (queue, payload, headers, priority, visible_at, max_attempts, group_key)
+-- visible. Its concurrency key is the value of the header its queue's definition names (V25),
+-- looked up only for a message with headers.
+INSERT INTO pgqueue.message (queue, payload, headers, priority, visible_at, max_attempts, group_key, concurrency_key)
 VALUES (:queue, :payload::jsonb, :headers::jsonb, :priority,
-        COALESCE(:not_before, now() + :delay_ms * interval '1 millisecond'), :max_attempts, :group_key)
+        COALESCE(:not_before, now() + :delay_ms * interval '1 millisecond'), :max_attempts, :group_key,
+        CASE WHEN :headers::jsonb <> '{}'::jsonb
+             THEN :headers::jsonb ->> (SELECT q.concurrency_key FROM pgqueue.queue q WHERE q.name = :queue) END)
 RETURNING id;
 
 -- name: send_plain
@@ -40,9 +43,11 @@ SELECT e.id, false
 
 -- name: send_batch
 -- One statement per batch; ids come from one sequence, so sorted ids follow the payloads' order.
-INSERT INTO pgqueue.message (queue, payload, headers, priority, visible_at, max_attempts, group_key)
+INSERT INTO pgqueue.message (queue, payload, headers, priority, visible_at, max_attempts, group_key, concurrency_key)
 SELECT :queue, p.payload::jsonb, :headers::jsonb, :priority,
-       COALESCE(:not_before, now() + :delay_ms * interval '1 millisecond'), :max_attempts, :group_key
+       COALESCE(:not_before, now() + :delay_ms * interval '1 millisecond'), :max_attempts, :group_key,
+       CASE WHEN :headers::jsonb <> '{}'::jsonb
+            THEN :headers::jsonb ->> (SELECT q.concurrency_key FROM pgqueue.queue q WHERE q.name = :queue) END
   FROM unnest(:payloads::text[]) WITH ORDINALITY AS p(payload, n)
  ORDER BY p.n
 RETURNING id;

@@ -202,6 +202,195 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
                  ORDER BY m.visible_at LIMIT 1) n)
  WHERE NOT EXISTS (SELECT 1 FROM locked);
 
+-- name: claim_fair
+-- claim_walk for a queue whose definition names a concurrency key (V25): claims round robin across
+-- keys, so that one key's backlog does not hold back the others' messages.
+--
+-- keys: up to {batch} keys that have messages, stepping through the concurrency index one descent
+-- per key, in key order from the first key after :after_key (the last key the poller's previous
+-- claim served), then from the first key again. heads: each key's first message a claim may take
+-- (visible, of a priority present, not held, its group's head), locked one key at a time; a key
+-- whose messages are all held or not yet visible gives none. walked: the rest of the batch, from
+-- the head of the queue as claim_walk walks it, so that a key with a backlog still fills the
+-- batches when there are fewer keys than the batch holds. Messages without a key are reached by
+-- the walk only. Everything after locked is claim_walk's.
+WITH RECURSIVE priorities AS (
+    (SELECT priority FROM pgqueue.message
+      WHERE queue = :queue AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
+      ORDER BY priority LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.priority FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.priority > p.priority
+             ORDER BY m.priority LIMIT 1)
+      FROM priorities p
+     WHERE p.priority IS NOT NULL
+),
+keys_after AS (
+    (SELECT m.concurrency_key AS key FROM pgqueue.message m
+      WHERE m.queue = :queue AND m.concurrency_key > :after_key
+        AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
+      ORDER BY m.concurrency_key LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.concurrency_key FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.concurrency_key > k.key
+             ORDER BY m.concurrency_key LIMIT 1)
+      FROM keys_after k
+     WHERE k.key IS NOT NULL
+),
+keys_from_start AS (
+    (SELECT m.concurrency_key AS key FROM pgqueue.message m
+      WHERE m.queue = :queue AND m.concurrency_key IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
+      ORDER BY m.concurrency_key LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.concurrency_key FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.concurrency_key > k.key
+             ORDER BY m.concurrency_key LIMIT 1)
+      FROM keys_from_start k
+     WHERE k.key IS NOT NULL AND k.key <= :after_key
+),
+keys AS MATERIALIZED (
+    SELECT k.key FROM ((SELECT key, 1 AS part FROM keys_after WHERE key IS NOT NULL LIMIT {batch})
+                       UNION ALL
+                       (SELECT key, 2 FROM keys_from_start WHERE key IS NOT NULL AND key <= :after_key LIMIT {batch})) k
+     ORDER BY k.part, k.key
+     LIMIT {batch}
+),
+heads AS MATERIALIZED (
+    SELECT h.id, h.suspect, h.seen, h.priority, h.visible_at, k.key
+      FROM keys k
+     CROSS JOIN LATERAL (
+            SELECT m.id, (m.claim_open AND m.claimed_at > pg_postmaster_start_time()) AS suspect, m.xmin AS seen,
+                   m.priority, m.visible_at
+              FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.concurrency_key = k.key AND m.visible_at <= now()
+               AND m.priority IN (SELECT priority FROM priorities)
+               AND (:may_take_suspects OR NOT ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
+                    OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
+                                  FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())))
+               AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
+               AND (m.group_key IS NULL
+                    OR (SELECT o.id FROM pgqueue.message o
+                         WHERE o.queue = m.queue AND o.group_key = m.group_key AND o.id < m.id
+                           AND o.id >= COALESCE(m.previous_id, 0)
+                         ORDER BY o.id DESC LIMIT 1) IS NULL)
+               AND pg_try_advisory_lock(:namespace, m.id::bit(32)::int4)
+             ORDER BY m.priority, m.visible_at, m.id
+             LIMIT 1) h
+),
+walked AS MATERIALIZED (
+    SELECT c.id, c.suspect, c.seen, c.priority, c.visible_at
+      FROM priorities p
+     CROSS JOIN LATERAL (
+            SELECT m.id, m.suspect, m.seen, m.priority, m.visible_at
+              FROM (SELECT m.id, m.queue, m.group_key, m.previous_id,
+                           (m.claim_open AND m.claimed_at > pg_postmaster_start_time()) AS suspect,
+                           m.xmin AS seen, m.priority, m.visible_at
+                      FROM pgqueue.message m
+                     WHERE m.queue = :queue AND m.priority = p.priority AND m.visible_at <= now()
+                       AND (:may_take_suspects OR NOT ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
+                            OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
+                                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())))
+                       AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
+                     ORDER BY m.visible_at, m.id
+                     LIMIT 10 * ({batch} + 1000)) m
+             WHERE m.group_key IS NULL
+                OR (SELECT o.id FROM pgqueue.message o
+                     WHERE o.queue = m.queue AND o.group_key = m.group_key AND o.id < m.id
+                       AND o.id >= COALESCE(m.previous_id, 0)
+                     ORDER BY o.id DESC LIMIT 1) IS NULL
+             LIMIT {batch} + 1000) c
+     WHERE c.id NOT IN (SELECT id FROM heads) AND pg_try_advisory_lock(:namespace, c.id::bit(32)::int4)
+     LIMIT greatest(0, {batch} - (SELECT count(*) FROM heads))
+),
+locked AS (
+    SELECT id, suspect, seen, priority, visible_at FROM heads
+    UNION ALL
+    SELECT id, suspect, seen, priority, visible_at FROM walked
+),
+listed_by_dead AS MATERIALIZED (
+    SELECT pgqueue.listed_by_the_dead(ARRAY(SELECT id FROM locked)) AS ids WHERE EXISTS (SELECT 1 FROM locked)
+),
+suspicion AS (
+    SELECT l.id, l.seen, l.suspect, COALESCE(l.id = ANY ((SELECT ids FROM listed_by_dead)::bigint[]), false) AS listed
+      FROM locked l
+),
+to_claim AS (
+    SELECT id, false AS suspect, false AS listed, seen FROM suspicion
+     WHERE NOT EXISTS (SELECT 1 FROM suspicion WHERE suspect OR listed)
+    UNION ALL
+    SELECT id, true, listed, seen FROM suspicion WHERE suspect OR listed
+),
+claimed_unchanged AS (
+    SELECT m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
+           m.max_attempts, m.created_at, m.last_error, false AS suspect
+      FROM pgqueue.message m
+     WHERE m.id = ANY (ARRAY(SELECT id FROM to_claim WHERE NOT suspect))
+       AND m.xmax = '0'::xid AND (m.queue = :queue) IS TRUE AND m.visible_at <= now()
+       AND (SELECT NOT row_security_active('pgqueue.message') OR pgqueue.queue_allowed(:queue, true, current_user))
+),
+claimed_rewritten AS (
+    UPDATE pgqueue.message m
+       SET attempts = m.attempts + CASE WHEN (l.suspect AND m.xmin = l.seen) OR l.listed
+                                             OR (m.claim_open AND m.claimed_at > pg_postmaster_start_time())
+                                        THEN 1 ELSE 0 END,
+           claim_open = false, claimed_at = now()
+      FROM to_claim l
+     WHERE m.id = ANY (ARRAY(SELECT id FROM to_claim WHERE id NOT IN (SELECT id FROM claimed_unchanged)))
+       AND m.id = l.id AND (m.queue = :queue) IS TRUE AND m.visible_at <= now()
+    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
+              m.max_attempts, m.created_at, m.last_error, l.suspect
+),
+claimed AS (
+    SELECT * FROM claimed_unchanged UNION ALL SELECT * FROM claimed_rewritten
+),
+taken_from_the_dead AS MATERIALIZED (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM claimed WHERE suspect)
+                THEN pgqueue.unlist(ARRAY(SELECT id FROM claimed WHERE suspect), current_user) END AS changed
+),
+holding_updated AS (
+    UPDATE pgqueue.holding h
+       SET ids = ARRAY(SELECT id FROM claimed ORDER BY priority, visible_at, id),
+           in_turn = EXISTS (SELECT 1 FROM claimed WHERE suspect)
+     WHERE h.session = :session AND (cardinality(h.ids) > 0 OR EXISTS (SELECT 1 FROM claimed))
+)
+(SELECT l.id,
+        CASE WHEN c.id IS NOT NULL THEN 'claimed' WHEN l.id IN (SELECT id FROM to_claim) THEN 'gone' ELSE 'left' END AS kind,
+        CASE WHEN c.id IS NULL THEN pg_advisory_unlock(:namespace, l.id::bit(32)::int4) END AS unlocked,
+        c.suspect AS in_turn,
+        CASE WHEN octet_length(p.text) <= :payload_limit THEN p.text END AS payload,
+        c.headers::text AS headers, c.priority, c.attempts + 1 AS attempt, c.created_at,
+        COALESCE(c.max_attempts, q.max_attempts, 5) AS max_attempts,
+        q.dead_letter_queue,
+        (q.retention_ms IS NOT NULL OR q.deduplication_window_ms IS NOT NULL) AS keeps,
+        COALESCE(q.backoff_initial_ms, 1000) AS backoff_initial_ms,
+        COALESCE(q.backoff_multiplier, 2.0) AS backoff_multiplier,
+        COALESCE(q.backoff_max_ms, 600000) AS backoff_max_ms,
+        c.last_error,
+        octet_length(p.text) AS payload_bytes,
+        CASE WHEN l.id IN (SELECT id FROM to_claim) THEN l.priority END AS place_priority,
+        CASE WHEN l.id IN (SELECT id FROM to_claim)
+             THEN (extract(epoch FROM l.visible_at) * 1000000)::bigint END AS place_visible_at_us,
+        NULL::bigint AS next_due_ms
+   FROM locked l
+   LEFT JOIN claimed c ON c.id = l.id
+  CROSS JOIN taken_from_the_dead
+   LEFT JOIN LATERAL (SELECT c.payload::text AS text) p ON true
+   LEFT JOIN pgqueue.queue q ON q.name = c.queue
+  ORDER BY c.priority, c.visible_at, l.id)
+UNION ALL
+SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL,
+       (SELECT ceil(extract(epoch FROM min(n.visible_at) - now()) * 1000)::bigint
+          FROM priorities p
+         CROSS JOIN LATERAL (
+                SELECT m.visible_at FROM pgqueue.message m
+                 WHERE m.queue = :queue AND m.priority = p.priority
+                   AND m.visible_at > now() AND m.visible_at < 'infinity'
+                 ORDER BY m.visible_at LIMIT 1) n)
+ WHERE NOT EXISTS (SELECT 1 FROM locked);
+
+
 -- name: claim_walk_after
 -- claim_walk, going on from where this poller's last full claim ended: in that claim's last
 -- priority (:after_priority) and after its last row in the claim index (:after_visible_at_us,

@@ -70,6 +70,14 @@ public final class ConsumerSession implements AutoCloseable {
 	private final ClaimCursors cursors = new ClaimCursors();
 
 	/**
+	 * Per queue claimed by this session, whether its definition names a concurrency key (read at
+	 * its first claim), and of those the last key a fair claim served ("" before the first).
+	 */
+	private final java.util.Map<String, Boolean> keyed = new java.util.HashMap<>();
+
+	private final java.util.Map<String, String> fairCursors = new java.util.HashMap<>();
+
+	/**
 	 * How many statements one claim makes at most while each locks only rows that other consumers
 	 * were completing. In a busy queue the head is where the others' batches are being acked; a
 	 * claim there could lock only those, and taking that as "nothing to do" sent pollers to sleep
@@ -201,6 +209,9 @@ public final class ConsumerSession implements AutoCloseable {
 		Claim claim = null;
 		// A claim whose rows the re-check all found gone (completed by other consumers after its
 		// snapshot was taken) met a busy queue, not an empty one: it is made again, going on past them.
+		if (this.keyed.computeIfAbsent(queue, this::readKeyed)) {
+			return claimFair(queue, max, mayTakeOpen, filter);
+		}
 		for (int i = 0; i < RACED_CLAIM_ATTEMPTS && (claim == null || claim.racedOnly()); i++) {
 			ClaimCursors.Next next = this.cursors.next(queue);
 			claim = (next.after() != null) ? claim(queue, max, mayTakeOpen, filter, next) : null;
@@ -210,6 +221,44 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 		return claim;
 	}
+
+	/** Whether {@code queue}'s definition names a concurrency key: its claims are then fair ones. */
+	private boolean readKeyed(String queue) {
+		try (PreparedStatement ps = this.sql.concurrencyKeyOf.prepare(this.connection, new QueueSql.Queue(queue));
+				ResultSet rs = ps.executeQuery()) {
+			return rs.next() && rs.getString("concurrency_key") != null;
+		}
+		catch (SQLException ex) {
+			throw claimFailure(queue, ex);
+		}
+	}
+
+	/** A {@code claim_fair} of {@code queue}, after the key its last one served. */
+	private Claim claimFair(String queue, int max, boolean mayTakeOpen, HeaderFilter filter) {
+		QueueSql.SessionFairClaim parameters = new QueueSql.SessionFairClaim(queue, mayTakeOpen,
+				(filter != null) ? filter.documents() : null, this.namespace, this.sessionKey, this.maxPayloadBytes,
+				this.fairCursors.getOrDefault(queue, ""));
+		try (PreparedStatement ps = this.sql.claimFair.variant(max, filter != null).prepare(this.connection, parameters)) {
+			this.nextKey = null;
+			this.readingFair = true;
+			try {
+				Claim claim = readClaim(queue, ps, true);
+				this.fairCursors.put(queue, (this.nextKey != null) ? this.nextKey : "");
+				return claim;
+			}
+			finally {
+				this.readingFair = false;
+			}
+		}
+		catch (SQLException ex) {
+			throw claimFailure(queue, ex);
+		}
+	}
+
+	/** The next_key of the fair claim read last, and whether {@link #readClaim} reads one. */
+	private String nextKey;
+
+	private boolean readingFair;
 
 	/** Claims from where {@code next} says; keeps the cursor of a full claim. */
 	private Claim claim(String queue, int max, boolean mayTakeOpen, HeaderFilter filter, ClaimCursors.Next next) {
@@ -322,6 +371,9 @@ public final class ConsumerSession implements AutoCloseable {
 		try (ResultSet rs = ps.executeQuery()) {
 			while (rs.next()) {
 				String kind = rs.getString("kind");
+				if (this.readingFair && this.nextKey == null) {
+					this.nextKey = rs.getString("next_key");
+				}
 				if (kind.equals("next_due")) {
 					long ms = rs.getLong("next_due_ms");
 					nextVisible = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, ms));

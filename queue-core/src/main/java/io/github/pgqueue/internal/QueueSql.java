@@ -138,6 +138,8 @@ public final class QueueSql {
 	/** Takes a batch size and filter: {@link NamedStatement#variant}. */
 	public final NamedStatement<SessionFairClaim> claimFair;
 
+	public final NamedStatement<Queue> concurrencyKeyOf;
+
 	public final NamedStatement<SessionClaim> claimScanningHeads;
 
 	public final NamedStatement<ClaimOne> claimById;
@@ -487,6 +489,7 @@ public final class QueueSql {
 		this.claimWalk = NamedStatement.load(s, "session", "claim_walk", SessionClaim.class);
 		this.claimWalkAfter = NamedStatement.load(s, "session", "claim_walk_after", SessionClaim.class);
 		this.claimFair = NamedStatement.load(s, "session", "claim_fair", SessionFairClaim.class);
+		this.concurrencyKeyOf = NamedStatement.load(s, "session", "concurrency_key_of", Queue.class);
 		this.claimScanningHeads = NamedStatement.load(s, "session", "claim_scanning_heads", SessionClaim.class);
 		this.claimById = NamedStatement.load(s, "session", "claim_by_id", ClaimOne.class);
 		this.claimSuspect = NamedStatement.load(s, "session", "claim_suspect", ClaimOne.class);

@@ -147,6 +147,20 @@ class SessionStatementsIntegrationTests {
 		assertThat(lockedIds(other.pid(), this.namespace)).as("another session's stay").containsExactly(3L);
 	}
 
+	// concurrency_key_of
+
+	@Test
+	void concurrencyKeyOf() throws SQLException {
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key) VALUES ('keyed', 'tenant')");
+		this.jdbc.update("INSERT INTO pgqueue.queue (name) VALUES ('plain')");
+		Session session = newSession();
+		assertThat(rows(session.connection(), this.sql.concurrencyKeyOf, new QueueSql.Queue("keyed")))
+			.extracting("concurrency_key").containsExactly("tenant");
+		assertThat(rows(session.connection(), this.sql.concurrencyKeyOf, new QueueSql.Queue("plain")))
+			.extracting("concurrency_key").containsExactly((Object) null);
+		assertThat(rows(session.connection(), this.sql.concurrencyKeyOf, new QueueSql.Queue("undeclared"))).isEmpty();
+	}
+
 	// claim_fair
 
 	/**
@@ -170,6 +184,10 @@ class SessionStatementsIntegrationTests {
 			.as("the sends copied the header into the key").isEqualTo(53);
 
 		Session first = newSession();
+		assertThat(fair(first, "fair", 4, "")).as("next_key: the last key the heads served")
+			.extracting("next_key").containsOnly("c");
+		execute(first.connection(), "SELECT pg_advisory_unlock_all()");
+		execute(first.connection(), "UPDATE pgqueue.holding SET ids = '{}' WHERE session = " + first.key());
 		assertThat(fair(first, "fair", 4, "")).extracting("id", "kind").containsExactlyInAnyOrder(
 				tuple(a.get(0), "claimed"), tuple(b1, "claimed"), tuple(c1, "claimed"), tuple(a.get(1), "claimed"));
 

@@ -202,6 +202,11 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
                  ORDER BY m.visible_at LIMIT 1) n)
  WHERE NOT EXISTS (SELECT 1 FROM locked);
 
+-- name: concurrency_key_of
+-- The header whose value is the concurrency key of :queue's messages (V25); no row, or null, for a
+-- queue without one: its claims are claim_walk's.
+SELECT concurrency_key FROM pgqueue.queue WHERE name = :queue;
+
 -- name: claim_fair
 -- claim_walk for a queue whose definition names a concurrency key (V25): claims round robin across
 -- keys, so that one key's backlog does not hold back the others' messages.
@@ -213,7 +218,8 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
 -- whose messages are all held or not yet visible gives none. walked: the rest of the batch, from
 -- the head of the queue as claim_walk walks it, so that a key with a backlog still fills the
 -- batches when there are fewer keys than the batch holds. Messages without a key are reached by
--- the walk only. Everything after locked is claim_walk's.
+-- the walk only. Everything after locked is claim_walk's; each row also says the last key the
+-- heads served (next_key), where the poller's next claim goes on.
 WITH RECURSIVE priorities AS (
     (SELECT priority FROM pgqueue.message
       WHERE queue = :queue AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
@@ -250,14 +256,14 @@ keys_from_start AS (
      WHERE k.key IS NOT NULL AND k.key <= :after_key
 ),
 keys AS MATERIALIZED (
-    SELECT k.key FROM ((SELECT key, 1 AS part FROM keys_after WHERE key IS NOT NULL LIMIT {batch})
+    SELECT k.key, k.part FROM ((SELECT key, 1 AS part FROM keys_after WHERE key IS NOT NULL LIMIT {batch})
                        UNION ALL
                        (SELECT key, 2 FROM keys_from_start WHERE key IS NOT NULL AND key <= :after_key LIMIT {batch})) k
      ORDER BY k.part, k.key
      LIMIT {batch}
 ),
 heads AS MATERIALIZED (
-    SELECT h.id, h.suspect, h.seen, h.priority, h.visible_at, k.key
+    SELECT h.id, h.suspect, h.seen, h.priority, h.visible_at, k.key, k.part
       FROM keys k
      CROSS JOIN LATERAL (
             SELECT m.id, (m.claim_open AND m.claimed_at > pg_postmaster_start_time()) AS suspect, m.xmin AS seen,
@@ -371,7 +377,8 @@ holding_updated AS (
         CASE WHEN l.id IN (SELECT id FROM to_claim) THEN l.priority END AS place_priority,
         CASE WHEN l.id IN (SELECT id FROM to_claim)
              THEN (extract(epoch FROM l.visible_at) * 1000000)::bigint END AS place_visible_at_us,
-        NULL::bigint AS next_due_ms
+        NULL::bigint AS next_due_ms,
+        (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key DESC LIMIT 1) AS next_key
    FROM locked l
    LEFT JOIN claimed c ON c.id = l.id
   CROSS JOIN taken_from_the_dead
@@ -387,7 +394,8 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
                 SELECT m.visible_at FROM pgqueue.message m
                  WHERE m.queue = :queue AND m.priority = p.priority
                    AND m.visible_at > now() AND m.visible_at < 'infinity'
-                 ORDER BY m.visible_at LIMIT 1) n)
+                 ORDER BY m.visible_at LIMIT 1) n),
+       NULL
  WHERE NOT EXISTS (SELECT 1 FROM locked);
 
 

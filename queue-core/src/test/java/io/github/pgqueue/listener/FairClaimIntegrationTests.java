@@ -1,0 +1,77 @@
+package io.github.pgqueue.listener;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
+
+import io.github.pgqueue.SendOptions;
+import io.github.pgqueue.testing.EmbeddedPostgres;
+import io.github.pgqueue.testing.ListenerFixture;
+import io.github.pgqueue.testing.PostgresExtension;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import static io.github.pgqueue.testing.ListenerFixture.properties;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Fair claims: in a queue whose definition names a concurrency key, one key's backlog does not
+ * hold back another key's messages.
+ */
+@ExtendWith(PostgresExtension.class)
+class FairClaimIntegrationTests {
+
+	@RegisterExtension
+	final ListenerFixture listeners = ListenerFixture.consumers("fair-consumers", 4);
+
+	private final JdbcTemplate jdbc = new JdbcTemplate(EmbeddedPostgres.get().dataSource());
+
+	/**
+	 * Tenant a sends 3 000 messages, which two pollers handle at about a millisecond each; then
+	 * tenant b sends 20, one every 25 ms. Each of b's messages is handled within a few claims of
+	 * its send, long before a's backlog is drained; claimed in arrival order they would all wait
+	 * behind it (the test fails with the queue's concurrency key removed).
+	 */
+	@Test
+	void aKeysBacklogDoesNotHoldBackAnotherKey() throws InterruptedException {
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key) VALUES ('tenants', 'tenant')");
+		int backlog = 3000;
+		this.listeners.template().sendBatch("tenants", IntStream.range(0, backlog).boxed().toList(),
+				SendOptions.builder().header("tenant", "a").build());
+		Map<Integer, Long> sentAt = new ConcurrentHashMap<>();
+		Map<Integer, Long> waits = new ConcurrentHashMap<>();
+		AtomicInteger handledA = new AtomicInteger();
+		this.listeners.start(ListenerFixture.endpoint("tenants", Integer.class, (message, ack) -> {
+			int n = (Integer) message.payload();
+			if (n >= backlog) {
+				waits.put(n, System.nanoTime() - sentAt.get(n));
+			}
+			else {
+				handledA.incrementAndGet();
+				Thread.sleep(1);
+			}
+		}, properties("tenants").concurrency(2).batchSize(10)));
+		await().atMost(Duration.ofSeconds(10)).until(() -> handledA.get() > 100);
+		for (int i = 0; i < 20; i++) {
+			int n = backlog + i;
+			sentAt.put(n, System.nanoTime());
+			this.listeners.template().send("tenants", n, SendOptions.builder().header("tenant", "b").build());
+			Thread.sleep(25);
+		}
+		await().atMost(Duration.ofSeconds(30)).until(() -> waits.size() == 20);
+		int aWhenBDone = handledA.get();
+
+		List<Long> millis = waits.values().stream().map((nanos) -> nanos / 1_000_000).sorted().toList();
+		assertThat(aWhenBDone).as("a's backlog was still draining when b's messages were all handled")
+			.isLessThan(backlog);
+		assertThat(millis.get(millis.size() - 1)).as("b's longest wait, ms (all: %s)", millis).isLessThan(500L);
+	}
+
+}

@@ -165,6 +165,11 @@ public final class QueueSql {
 			Integer afterPriority, Long afterVisibleAtUs, Long afterId) {
 	}
 
+	/** Parameters of the transactional {@code claim_fair}: it goes on after the key {@code afterKey} ("" for the first). */
+	public record TransactionalFairClaim(String queue, String[] filter, int namespace, int payloadLimit,
+			String afterKey) {
+	}
+
 	/** Parameters of a transaction's {@code ack}. */
 	public record TransactionalAck(Long[] ids, String queue) {
 	}
@@ -184,6 +189,9 @@ public final class QueueSql {
 	}
 
 	public final NamedStatement<TransactionalClaim> transactionalClaimWalk;
+
+	/** Takes a batch size and filter: {@link NamedStatement#variant}. */
+	public final NamedStatement<TransactionalFairClaim> transactionalClaimFair;
 
 	public final NamedStatement<TransactionalClaim> transactionalClaimWalkAfter;
 
@@ -500,6 +508,8 @@ public final class QueueSql {
 		this.release = NamedStatement.load(s, "session", "release", Release.class);
 		this.queuesWithVisibleMessages = NamedStatement.load(s, "session", "queues_with_visible_messages", Queues.class);
 		this.transactionalClaimWalk = NamedStatement.load(s, "transactional", "claim_walk", TransactionalClaim.class);
+		this.transactionalClaimFair = NamedStatement.load(s, "transactional", "claim_fair",
+				TransactionalFairClaim.class);
 		this.transactionalClaimWalkAfter = NamedStatement.load(s, "transactional", "claim_walk_after",
 				TransactionalClaim.class);
 		this.transactionalClaimScanningHeads = NamedStatement.load(s, "transactional", "claim_scanning_heads",

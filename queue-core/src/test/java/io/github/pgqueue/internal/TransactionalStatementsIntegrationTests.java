@@ -69,6 +69,42 @@ class TransactionalStatementsIntegrationTests {
 
 	// claim_walk
 
+	/**
+	 * As session.sql's claim_fair: 50 messages of tenant a sent first, then two of b and one of c; a
+	 * claim of 4 takes each key's head (a, b, c) and one more of a; a claim after key a in another
+	 * transaction starts with b and skips what the first one holds.
+	 */
+	@Test
+	void claimFair() throws SQLException {
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key) VALUES ('fair', 'tenant')");
+		List<Long> a = new ArrayList<>();
+		for (int i = 0; i < 50; i++) {
+			a.add(send("fair", i, SendOptions.builder().header("tenant", "a")));
+		}
+		long b1 = send("fair", 100, SendOptions.builder().header("tenant", "b"));
+		long b2 = send("fair", 101, SendOptions.builder().header("tenant", "b"));
+		long c1 = send("fair", 200, SendOptions.builder().header("tenant", "c"));
+
+		Connection first = newTransaction();
+		List<Map<String, Object>> rows = fair(first, "fair", 4, "");
+		assertThat(rows).extracting("id", "kind").containsExactlyInAnyOrder(tuple(a.get(0), "claimed"),
+				tuple(b1, "claimed"), tuple(c1, "claimed"), tuple(a.get(1), "claimed"));
+		assertThat(rows).extracting("next_key").containsOnly("c");
+
+		Connection second = newTransaction();
+		assertThat(fair(second, "fair", 2, "a")).as("after key a: b first, then the queue's head past what is held")
+			.extracting("id").containsExactlyInAnyOrder(b2, a.get(2));
+	}
+
+	private List<Map<String, Object>> fair(Connection transaction, String queue, int batch, String afterKey)
+			throws SQLException {
+		return rows(transaction, this.sql.transactionalClaimFair.variant(batch, false),
+				new QueueSql.TransactionalFairClaim(queue, null, this.namespace, this.payloadLimit, afterKey))
+			.stream()
+			.filter((row) -> !"next_due".equals(row.get("kind")))
+			.toList();
+	}
+
 	@Test
 	void claimWalk() throws SQLException {
 		this.jdbc.update("INSERT INTO pgqueue.queue (name, max_attempts, backoff_initial_ms, backoff_multiplier, "

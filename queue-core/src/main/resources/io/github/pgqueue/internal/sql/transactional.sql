@@ -144,6 +144,177 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
                  ORDER BY m.visible_at LIMIT 1) n)
  WHERE NOT EXISTS (SELECT 1 FROM taken);
 
+-- name: claim_fair
+-- claim_walk for a queue whose definition names a concurrency key (V25), as session.sql's
+-- claim_fair: heads takes each of up to {batch} keys' first message a claim may take, round robin
+-- after :after_key, with claim_walk's tests (the snapshot's writers, the FIFO head) before its
+-- transaction lock; walked fills the rest of the batch from the head of the queue. Every row says
+-- the last key the heads served (next_key).
+WITH RECURSIVE priorities AS (
+    (SELECT priority FROM pgqueue.message
+      WHERE queue = :queue AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
+      ORDER BY priority LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.priority FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.priority > p.priority
+             ORDER BY m.priority LIMIT 1)
+      FROM priorities p
+     WHERE p.priority IS NOT NULL
+),
+keys_after AS (
+    (SELECT m.concurrency_key AS key FROM pgqueue.message m
+      WHERE m.queue = :queue AND m.concurrency_key > :after_key
+        AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
+      ORDER BY m.concurrency_key LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.concurrency_key FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.concurrency_key > k.key
+             ORDER BY m.concurrency_key LIMIT 1)
+      FROM keys_after k
+     WHERE k.key IS NOT NULL
+),
+keys_from_start AS (
+    (SELECT m.concurrency_key AS key FROM pgqueue.message m
+      WHERE m.queue = :queue AND m.concurrency_key IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
+      ORDER BY m.concurrency_key LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.concurrency_key FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.concurrency_key > k.key
+             ORDER BY m.concurrency_key LIMIT 1)
+      FROM keys_from_start k
+     WHERE k.key IS NOT NULL AND k.key <= :after_key
+),
+keys AS MATERIALIZED (
+    SELECT k.key, k.part FROM ((SELECT key, 1 AS part FROM keys_after WHERE key IS NOT NULL LIMIT {batch})
+                               UNION ALL
+                               (SELECT key, 2 FROM keys_from_start WHERE key IS NOT NULL AND key <= :after_key LIMIT {batch})) k
+     ORDER BY k.part, k.key
+     LIMIT {batch}
+),
+heads AS MATERIALIZED (
+    SELECT h.id, h.priority, h.visible_at, k.key, k.part,
+           ((h.claim_open AND h.claimed_at > pg_postmaster_start_time())
+            OR h.id IN (SELECT unnest(CASE WHEN o.in_turn THEN o.ids[1:1] ELSE o.ids END)
+                          FROM pgqueue.holding o WHERE o.opened_at > pg_postmaster_start_time())
+            OR CASE WHEN h.xmax = '0'::xid OR NOT pgqueue.locker_aborted(h.xmax) THEN false
+                    ELSE pgqueue.consumer_aborted(h.xmax) END) AS suspect
+      FROM keys k
+     CROSS JOIN LATERAL (
+            SELECT m.id, m.priority, m.visible_at, m.xmax, m.claim_open, m.claimed_at
+              FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.concurrency_key = k.key AND m.visible_at <= now()
+               AND m.priority IN (SELECT priority FROM priorities)
+               AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
+               AND NOT (m.xmax <> '0'::xid
+                        AND (m.xmax::text::bigint = ANY (ARRAY(SELECT x::text::bigint & 4294967295
+                                                                 FROM pg_snapshot_xip(pg_current_snapshot()) x))
+                             OR ((m.xmax::text::bigint - (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint))
+                                 & 4294967295) < 2147483648))
+               AND (m.group_key IS NULL
+                    OR (SELECT o.id FROM pgqueue.message o
+                         WHERE o.queue = m.queue AND o.group_key = m.group_key AND o.id < m.id
+                           AND o.id >= COALESCE(m.previous_id, 0)
+                         ORDER BY o.id DESC LIMIT 1) IS NULL)
+               AND pg_try_advisory_xact_lock(:namespace, m.id::bit(32)::int4)
+             ORDER BY m.priority, m.visible_at, m.id
+             LIMIT 1) h
+),
+walked AS MATERIALIZED (
+    SELECT w.id, w.priority, w.visible_at, w.n, w.n < {batch} + 1000 AS taken,
+           w.n < {batch} + 1000
+           AND ((w.claim_open AND w.claimed_at > pg_postmaster_start_time())
+                OR w.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
+                              FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())
+                OR CASE WHEN w.xmax = '0'::xid OR NOT pgqueue.locker_aborted(w.xmax) THEN false
+                        ELSE pgqueue.consumer_aborted(w.xmax) END) AS suspect
+      FROM priorities p
+     CROSS JOIN LATERAL (
+            SELECT m.id, m.queue, m.priority, m.visible_at, m.xmax, m.group_key, m.previous_id,
+                   m.claim_open, m.claimed_at, row_number() OVER (ORDER BY m.visible_at, m.id) AS n
+              FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.priority = p.priority AND m.visible_at <= now()
+               AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
+             ORDER BY m.visible_at, m.id
+             LIMIT {batch} + 1000) w
+     WHERE w.id NOT IN (SELECT id FROM heads)
+       AND CASE WHEN w.n = {batch} + 1000 THEN true
+                WHEN (w.xmax <> '0'::xid
+                      AND (w.xmax::text::bigint = ANY (ARRAY(SELECT x::text::bigint & 4294967295
+                                                               FROM pg_snapshot_xip(pg_current_snapshot()) x))
+                           OR ((w.xmax::text::bigint - (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint))
+                               & 4294967295) < 2147483648)) THEN false
+                WHEN w.group_key IS NOT NULL
+                     AND (SELECT o.id FROM pgqueue.message o
+                           WHERE o.queue = w.queue AND o.group_key = w.group_key AND o.id < w.id
+                             AND o.id >= COALESCE(w.previous_id, 0)
+                           ORDER BY o.id DESC LIMIT 1) IS NOT NULL THEN false
+                ELSE pg_try_advisory_xact_lock(:namespace, w.id::bit(32)::int4) END
+     LIMIT greatest(0, {batch} - (SELECT count(*) FROM heads))
+),
+taken AS (
+    SELECT id, suspect FROM heads
+    UNION ALL
+    SELECT id, suspect FROM walked WHERE taken
+),
+listed_by_dead AS MATERIALIZED (
+    SELECT pgqueue.listed_by_the_dead(ARRAY(SELECT id FROM taken)) AS ids WHERE EXISTS (SELECT 1 FROM taken)
+),
+suspicion AS (
+    SELECT t.id, t.suspect OR COALESCE(t.id = ANY ((SELECT ids FROM listed_by_dead)::bigint[]), false) AS suspect
+      FROM taken t
+),
+claimed AS (
+    SELECT m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
+           m.max_attempts, m.created_at, m.last_error
+      FROM pgqueue.message m
+     WHERE m.id = ANY (ARRAY(SELECT id FROM suspicion WHERE NOT suspect))
+       AND (m.queue = :queue) IS TRUE AND m.visible_at <= now()
+       AND NOT (m.claim_open AND m.claimed_at > pg_postmaster_start_time())
+       FOR UPDATE OF m SKIP LOCKED
+)
+(SELECT c.id, 'claimed' AS kind,
+        CASE WHEN octet_length(p.text) <= :payload_limit THEN p.text END AS payload,
+        c.headers::text AS headers, c.priority, c.attempts + 1 AS attempt, c.created_at,
+        COALESCE(c.max_attempts, q.max_attempts, 5) AS max_attempts,
+        q.dead_letter_queue,
+        (q.retention_ms IS NOT NULL OR q.deduplication_window_ms IS NOT NULL) AS keeps,
+        COALESCE(q.backoff_initial_ms, 1000) AS backoff_initial_ms,
+        COALESCE(q.backoff_multiplier, 2.0) AS backoff_multiplier,
+        COALESCE(q.backoff_max_ms, 600000) AS backoff_max_ms,
+        c.last_error,
+        octet_length(p.text) AS payload_bytes,
+        (extract(epoch FROM c.visible_at) * 1000000)::bigint AS visible_at_us,
+        NULL::int AS groups_scanned,
+        NULL::bigint AS next_due_ms,
+        (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key DESC LIMIT 1) AS next_key
+   FROM claimed c
+   LEFT JOIN LATERAL (SELECT c.payload::text AS text) p ON true
+   LEFT JOIN pgqueue.queue q ON q.name = c.queue
+  ORDER BY c.priority, c.visible_at, c.id)
+UNION ALL
+SELECT id, 'suspect', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key DESC LIMIT 1)
+  FROM suspicion WHERE suspect
+UNION ALL
+(SELECT e.id, 'window_end', NULL, NULL, e.priority, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+        (extract(epoch FROM e.visible_at) * 1000000)::bigint,
+        NULL, NULL, (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key DESC LIMIT 1)
+   FROM walked e
+  WHERE NOT e.taken
+  ORDER BY e.priority LIMIT 1)
+UNION ALL
+SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       (SELECT ceil(extract(epoch FROM min(n.visible_at) - now()) * 1000)::bigint
+          FROM priorities p
+         CROSS JOIN LATERAL (
+                SELECT m.visible_at FROM pgqueue.message m
+                 WHERE m.queue = :queue AND m.priority = p.priority
+                   AND m.visible_at > now() AND m.visible_at < 'infinity'
+                 ORDER BY m.visible_at LIMIT 1) n),
+       NULL
+ WHERE NOT EXISTS (SELECT 1 FROM taken);
+
 -- name: claim_walk_after
 -- claim_walk, going on from a cursor (:after_priority, :after_visible_at_us, :after_id): where
 -- this poller's last full batch ended, or the last row of a window its last claim walked to the

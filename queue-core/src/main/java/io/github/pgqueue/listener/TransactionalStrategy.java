@@ -186,7 +186,7 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 	 * A claim's round trip: READ COMMITTED for the transaction (it is its first statement), the
 	 * claim and the savepoint before the handlers.
 	 */
-	private NamedStatement<TransactionalClaim> claimThenSavepoint(NamedStatement<TransactionalClaim> claim, int max) {
+	private <P extends Record> NamedStatement<P> claimThenSavepoint(NamedStatement<P> claim, int max) {
 		return QueueSql.withIndexPlans(QueueSql.READ_COMMITTED_TRANSACTION,
 				claim.variant(max, this.filter != null), "SAVEPOINT " + CLAIMED);
 	}
@@ -196,7 +196,8 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 		return new Claims(claimThenSavepoint(this.sql.transactionalClaimWalk, max),
 				claimThenSavepoint(this.sql.transactionalClaimWalkAfter, max),
 				claimThenSavepoint(this.sql.transactionalClaimScanningHeads, max),
-				claimThenSavepoint(this.sql.transactionalClaimScanningHeadsAfter, max));
+				claimThenSavepoint(this.sql.transactionalClaimScanningHeadsAfter, max),
+				claimThenSavepoint(this.sql.transactionalClaimFair, max));
 	}
 
 	/**
@@ -204,9 +205,25 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 	 * @param walk from the head
 	 * @param walkAfter going on from a cursor
 	 * @param scanning, scanningAfter the two above, finding FIFO groups' heads through the group index
+	 * @param fair the claim of a queue whose definition names a concurrency key
 	 */
 	private record Claims(NamedStatement<TransactionalClaim> walk, NamedStatement<TransactionalClaim> walkAfter,
-			NamedStatement<TransactionalClaim> scanning, NamedStatement<TransactionalClaim> scanningAfter) {
+			NamedStatement<TransactionalClaim> scanning, NamedStatement<TransactionalClaim> scanningAfter,
+			NamedStatement<QueueSql.TransactionalFairClaim> fair) {
+	}
+
+	/**
+	 * Per queue, whether its definition names a concurrency key (read at its first claim, on a
+	 * connection of its own), and of those the last key a fair claim served ("" before the first).
+	 */
+	private final java.util.Map<String, Boolean> keyed = new java.util.HashMap<>();
+
+	private final java.util.Map<String, String> fairCursors = new java.util.HashMap<>();
+
+	private boolean readKeyed(String queue) {
+		return Boolean.TRUE.equals(new org.springframework.jdbc.core.JdbcTemplate(this.dataSource).query(
+				this.sql.concurrencyKeyOf.with(new QueueSql.Queue(queue)),
+				(rs) -> rs.next() && rs.getString("concurrency_key") != null));
 	}
 
 	/** The completing statements of a transaction, each after {@code before} in its round trip. */
@@ -485,6 +502,8 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 		ClaimCursor cursor = next.after();
 		batch.fromCursor = cursor != null;
 		ClaimCursor last = null;
+		boolean fair = this.keyed.computeIfAbsent(queue, this::readKeyed);
+		String nextKey = null;
 		NamedStatement<TransactionalClaim> statement = next.scanHeads()
 				? ((cursor != null) ? claims.scanningAfter() : claims.scanning())
 				: ((cursor != null) ? claims.walkAfter() : claims.walk());
@@ -492,13 +511,20 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 				(this.filter != null) ? this.filter.documents() : null, this.namespace, this.maxPayloadBytes,
 				(cursor != null) ? cursor.priority() : null, (cursor != null) ? cursor.visibleAtMicros() : null,
 				(cursor != null) ? cursor.id() : null);
-		try (PreparedStatement ps = statement.prepare(connection, parameters)) {
+		try (PreparedStatement ps = fair
+				? claims.fair().prepare(connection, new QueueSql.TransactionalFairClaim(queue,
+						(this.filter != null) ? this.filter.documents() : null, this.namespace, this.maxPayloadBytes,
+						this.fairCursors.getOrDefault(queue, "")))
+				: statement.prepare(connection, parameters)) {
 			boolean rows = ps.execute();
 			while (!rows && ps.getUpdateCount() != -1) {
 				rows = ps.getMoreResults(); // past the settings before the claim
 			}
 			try (ResultSet rs = ps.getResultSet()) {
 				while (rs.next()) {
+					if (fair && nextKey == null) {
+						nextKey = rs.getString("next_key");
+					}
 					switch (rs.getString("kind")) {
 						case "claimed" -> {
 							batch.messages.add(ConsumerSession.read(queue, rs));
@@ -525,6 +551,13 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 					+ ex.getMessage(), ex);
 		}
 		batch.claimed = batch.messages.size();
+		if (fair) {
+			// A fair claim goes on after the last key it served, not after its last row: a window that
+			// ended short is not walked on from (claiming again at once from the head would spin).
+			this.fairCursors.put(queue, (nextKey != null) ? nextKey : "");
+			batch.windowEnd = null;
+			return batch;
+		}
 		if (batch.claimed == max) {
 			this.cursors.full(queue, next, last);
 		}

@@ -7,11 +7,13 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 
+import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.ListenerFixture;
 import io.github.pgqueue.testing.PostgresExtension;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -39,8 +41,9 @@ class FairClaimIntegrationTests {
 	 * its send, long before a's backlog is drained; claimed in arrival order they would all wait
 	 * behind it (the test fails with the queue's concurrency key removed).
 	 */
-	@Test
-	void aKeysBacklogDoesNotHoldBackAnotherKey() throws InterruptedException {
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void aKeysBacklogDoesNotHoldBackAnotherKey(ConsumptionMode mode) throws InterruptedException {
 		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key) VALUES ('tenants', 'tenant')");
 		int backlog = 3000;
 		this.listeners.template().sendBatch("tenants", IntStream.range(0, backlog).boxed().toList(),
@@ -57,7 +60,7 @@ class FairClaimIntegrationTests {
 				handledA.incrementAndGet();
 				Thread.sleep(1);
 			}
-		}, properties("tenants").concurrency(2).batchSize(10)));
+		}, properties("tenants").concurrency(2).batchSize(10).mode(mode)));
 		await().atMost(Duration.ofSeconds(10)).until(() -> handledA.get() > 100);
 		for (int i = 0; i < 20; i++) {
 			int n = backlog + i;

@@ -13,3 +13,31 @@ ALTER TABLE "${flyway:defaultSchema}".message
 CREATE INDEX message_concurrency_idx
     ON "${flyway:defaultSchema}".message (queue, concurrency_key, priority, visible_at, id)
     WHERE concurrency_key IS NOT NULL;
+
+-- The most messages of one key in flight at once across every consumer (null: no limit). A claimed
+-- message of a key takes one of that many slots: advisory locks keyed by the lock namespace and a
+-- hash of queue, key and slot number (the single-bigint form; the FIFO inserts' keys hash the queue
+-- and group without a slot number). A transactional claim takes the slot for its transaction.
+ALTER TABLE "${flyway:defaultSchema}".queue
+    ADD COLUMN max_in_flight_per_key integer CHECK (max_in_flight_per_key > 0);
+
+-- Takes a free slot of key of_key in queue of_queue, of slots slot numbers, for the calling
+-- transaction (xact) or session; the slot's number, or null if all are taken.
+CREATE FUNCTION "${flyway:defaultSchema}".take_slot(namespace integer, of_queue text, of_key text, slots integer,
+                                                    xact boolean)
+    RETURNS integer
+    LANGUAGE plpgsql VOLATILE AS
+$$
+DECLARE
+    lock_key bigint;
+BEGIN
+    FOR slot IN 0 .. slots - 1 LOOP
+        lock_key := (namespace::bigint << 32)
+                    | (hashtext(of_queue || E'\n' || of_key || E'\n' || slot::text)::bigint & 4294967295);
+        IF (xact AND pg_try_advisory_xact_lock(lock_key)) OR (NOT xact AND pg_try_advisory_lock(lock_key)) THEN
+            RETURN slot;
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END
+$$;

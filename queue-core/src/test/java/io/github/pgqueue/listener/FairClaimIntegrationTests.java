@@ -12,6 +12,7 @@ import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.ListenerFixture;
 import io.github.pgqueue.testing.PostgresExtension;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -75,6 +76,41 @@ class FairClaimIntegrationTests {
 		assertThat(aWhenBDone).as("a's backlog was still draining when b's messages were all handled")
 			.isLessThan(backlog);
 		assertThat(millis.get(millis.size() - 1)).as("b's longest wait, ms (all: %s)", millis).isLessThan(500L);
+	}
+
+
+	/**
+	 * A queue with at most two messages of a key in flight: four transactional pollers handle two
+	 * keys' messages, and no more than two handlers of one key ever run at once (without the limit,
+	 * up to four do: the test fails with max_in_flight_per_key left null).
+	 */
+	@Test
+	void atMostTheLimitOfAKeyIsInFlightInTransactionalMode() {
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key, max_in_flight_per_key) "
+				+ "VALUES ('limited', 'tenant', 2)");
+		for (String tenant : List.of("a", "b")) {
+			this.listeners.template().sendBatch("limited", IntStream.range(0, 200).boxed().toList(),
+					SendOptions.builder().header("tenant", tenant).build());
+		}
+		Map<String, AtomicInteger> running = new ConcurrentHashMap<>();
+		Map<String, AtomicInteger> most = new ConcurrentHashMap<>();
+		AtomicInteger handled = new AtomicInteger();
+		this.listeners.start(ListenerFixture.endpoint("limited", Integer.class, (message, ack) -> {
+			String tenant = message.headers().get("tenant");
+			int now = running.computeIfAbsent(tenant, (t) -> new AtomicInteger()).incrementAndGet();
+			most.computeIfAbsent(tenant, (t) -> new AtomicInteger()).accumulateAndGet(now, Math::max);
+			try {
+				Thread.sleep(2);
+			}
+			finally {
+				running.get(tenant).decrementAndGet();
+				handled.incrementAndGet();
+			}
+		}, properties("limited").concurrency(4).batchSize(10).mode(ConsumptionMode.TRANSACTIONAL)));
+		await().atMost(Duration.ofSeconds(60)).until(() -> handled.get() >= 400);
+
+		assertThat(most).hasSize(2);
+		most.forEach((tenant, count) -> assertThat(count.get()).as("handlers of %s at once", tenant).isLessThanOrEqualTo(2));
 	}
 
 }

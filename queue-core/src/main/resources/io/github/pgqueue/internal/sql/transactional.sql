@@ -148,8 +148,11 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
 -- claim_walk for a queue whose definition names a concurrency key (V25), as session.sql's
 -- claim_fair: heads takes each of up to {batch} keys' first message a claim may take, round robin
 -- after :after_key, with claim_walk's tests (the snapshot's writers, the FIFO head) before its
--- transaction lock; walked fills the rest of the batch from the head of the queue. Every row says
--- the last key the heads served (next_key).
+-- transaction lock; walked fills the rest of the batch from the head of the queue. A queue with a
+-- max_in_flight_per_key (V25) also has each message take one of its key's slots for the
+-- transaction (take_slot), after the message's own lock: a message whose key has no slot left
+-- keeps the message lock until the transaction ends but is not claimed. Every row says the last
+-- key the heads served (next_key).
 WITH RECURSIVE priorities AS (
     (SELECT priority FROM pgqueue.message
       WHERE queue = :queue AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
@@ -160,6 +163,9 @@ WITH RECURSIVE priorities AS (
              ORDER BY m.priority LIMIT 1)
       FROM priorities p
      WHERE p.priority IS NOT NULL
+),
+slots AS MATERIALIZED (
+    SELECT (SELECT q.max_in_flight_per_key FROM pgqueue.queue q WHERE q.name = :queue) AS per_key
 ),
 keys_after AS (
     (SELECT m.concurrency_key AS key FROM pgqueue.message m
@@ -217,6 +223,8 @@ heads AS MATERIALIZED (
                            AND o.id >= COALESCE(m.previous_id, 0)
                          ORDER BY o.id DESC LIMIT 1) IS NULL)
                AND pg_try_advisory_xact_lock(:namespace, m.id::bit(32)::int4)
+               AND ((SELECT per_key FROM slots) IS NULL
+                    OR pgqueue.take_slot(:namespace, :queue, m.concurrency_key, (SELECT per_key FROM slots), true) IS NOT NULL)
              ORDER BY m.priority, m.visible_at, m.id
              LIMIT 1) h
 ),
@@ -231,7 +239,7 @@ walked AS MATERIALIZED (
       FROM priorities p
      CROSS JOIN LATERAL (
             SELECT m.id, m.queue, m.priority, m.visible_at, m.xmax, m.group_key, m.previous_id,
-                   m.claim_open, m.claimed_at, row_number() OVER (ORDER BY m.visible_at, m.id) AS n
+                   m.claim_open, m.claimed_at, m.concurrency_key, row_number() OVER (ORDER BY m.visible_at, m.id) AS n
               FROM pgqueue.message m
              WHERE m.queue = :queue AND m.priority = p.priority AND m.visible_at <= now()
                AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
@@ -249,7 +257,10 @@ walked AS MATERIALIZED (
                            WHERE o.queue = w.queue AND o.group_key = w.group_key AND o.id < w.id
                              AND o.id >= COALESCE(w.previous_id, 0)
                            ORDER BY o.id DESC LIMIT 1) IS NOT NULL THEN false
-                ELSE pg_try_advisory_xact_lock(:namespace, w.id::bit(32)::int4) END
+                WHEN w.concurrency_key IS NULL OR (SELECT per_key FROM slots) IS NULL
+                THEN pg_try_advisory_xact_lock(:namespace, w.id::bit(32)::int4)
+                ELSE pg_try_advisory_xact_lock(:namespace, w.id::bit(32)::int4)
+                     AND pgqueue.take_slot(:namespace, :queue, w.concurrency_key, (SELECT per_key FROM slots), true) IS NOT NULL END
      LIMIT greatest(0, {batch} - (SELECT count(*) FROM heads))
 ),
 taken AS (

@@ -113,4 +113,23 @@ class FairClaimIntegrationTests {
 		most.forEach((tenant, count) -> assertThat(count.get()).as("handlers of %s at once", tenant).isLessThanOrEqualTo(2));
 	}
 
+
+	/** Every sending statement copies the key's header into the message's key when its queue names one. */
+	@Test
+	void sendsPublishesAndDeduplicatedSendsCopyTheKey() {
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key) VALUES ('keyed', 'tenant')");
+		this.listeners.admin().declare(new io.github.pgqueue.ExchangeDefinition("keyed-ex",
+				io.github.pgqueue.ExchangeDefinition.Type.FANOUT,
+				List.of(new io.github.pgqueue.ExchangeDefinition.Binding("keyed", null))));
+		SendOptions acme = SendOptions.builder().header("tenant", "acme").build();
+		this.listeners.template().send("keyed", 1, acme);
+		this.listeners.template().send("keyed", 2, SendOptions.builder().header("tenant", "acme").deduplicationKey("d").build());
+		this.listeners.template().publish("keyed-ex", "", 3, acme);
+		this.listeners.template().sendBatch("keyed", List.of(4, 5), acme);
+		this.listeners.template().send("keyed", 6);
+		this.listeners.template().send("other", 7, acme);
+		assertThat(this.jdbc.queryForList("SELECT COALESCE(concurrency_key, '-') FROM pgqueue.message ORDER BY id",
+				String.class)).containsExactly("acme", "acme", "acme", "acme", "acme", "-", "-");
+	}
+
 }

@@ -41,3 +41,32 @@ BEGIN
     RETURN NULL;
 END
 $$;
+
+-- QueueTemplate.sendBatch to a FIFO group (V16), now also copying the key's header into the
+-- messages' concurrency key when the queue names one.
+CREATE OR REPLACE FUNCTION "${flyway:defaultSchema}".send_batch_to_group(of_queue text, batch_headers jsonb,
+                                                                     batch_priority integer, not_before timestamptz,
+                                                                     delay_ms bigint, batch_max_attempts integer,
+                                                                     of_group text, payloads text[])
+    RETURNS SETOF bigint
+    LANGUAGE plpgsql VOLATILE AS
+$$
+DECLARE
+    tail bigint := "${flyway:defaultSchema}".group_tail(of_queue, of_group);
+    batch_key text := CASE WHEN batch_headers <> '{}'::jsonb
+                           THEN batch_headers ->> (SELECT q.concurrency_key FROM "${flyway:defaultSchema}".queue q
+                                                    WHERE q.name = of_queue) END;
+BEGIN
+    RETURN QUERY
+    INSERT INTO "${flyway:defaultSchema}".message (id, queue, payload, headers, priority, visible_at, max_attempts,
+                                                   group_key, previous_id, concurrency_key)
+    SELECT b.id, of_queue, b.payload::jsonb, batch_headers, batch_priority,
+           COALESCE(not_before, now() + delay_ms * interval '1 millisecond'), batch_max_attempts, of_group,
+           COALESCE(lag(b.id) OVER (ORDER BY b.n), tail), batch_key
+      FROM (SELECT nextval("${flyway:defaultSchema}".message_id_sequence()) AS id, p.payload, p.n
+              FROM unnest(payloads) WITH ORDINALITY AS p(payload, n)
+             ORDER BY p.n) b
+     ORDER BY b.n
+    RETURNING id;
+END
+$$;

@@ -126,10 +126,12 @@ class FairClaimIntegrationTests {
 		this.listeners.template().send("keyed", 2, SendOptions.builder().header("tenant", "acme").deduplicationKey("d").build());
 		this.listeners.template().publish("keyed-ex", "", 3, acme);
 		this.listeners.template().sendBatch("keyed", List.of(4, 5), acme);
-		this.listeners.template().send("keyed", 6);
-		this.listeners.template().send("other", 7, acme);
+		this.listeners.template().sendBatch("keyed", List.of(6, 7),
+				SendOptions.builder().header("tenant", "acme").group("g").build());
+		this.listeners.template().send("keyed", 8);
+		this.listeners.template().send("other", 9, acme);
 		assertThat(this.jdbc.queryForList("SELECT COALESCE(concurrency_key, '-') FROM pgqueue.message ORDER BY id",
-				String.class)).containsExactly("acme", "acme", "acme", "acme", "acme", "-", "-");
+				String.class)).containsExactly("acme", "acme", "acme", "acme", "acme", "acme", "acme", "-", "-");
 	}
 
 }

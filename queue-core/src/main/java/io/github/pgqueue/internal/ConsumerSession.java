@@ -77,6 +77,11 @@ public final class ConsumerSession implements AutoCloseable {
 
 	private final java.util.Map<String, String> fairCursors = new java.util.HashMap<>();
 
+	/** When this session last made a fair claim (System.nanoTime), and how often it makes one at most. */
+	private long lastFairClaim = System.nanoTime() - FAIR_CLAIM_INTERVAL_NANOS;
+
+	private static final long FAIR_CLAIM_INTERVAL_NANOS = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(5);
+
 	/**
 	 * How many statements one claim makes at most while each locks only rows that other consumers
 	 * were completing. In a busy queue the head is where the others' batches are being acked; a
@@ -209,7 +214,12 @@ public final class ConsumerSession implements AutoCloseable {
 		Claim claim = null;
 		// A claim whose rows the re-check all found gone (completed by other consumers after its
 		// snapshot was taken) met a busy queue, not an empty one: it is made again, going on past them.
-		if (this.keyed.computeIfAbsent(queue, this::readKeyed)) {
+		if (this.keyed.computeIfAbsent(queue, this::readKeyed)
+				&& System.nanoTime() - this.lastFairClaim >= FAIR_CLAIM_INTERVAL_NANOS) {
+			// A fair claim at most every FAIR_CLAIM_INTERVAL per session: the others go on from the
+			// cursor as claims of any queue do, which keeps a busy key's drain from walking its rows in
+			// flight and its dead index entries at every claim.
+			this.lastFairClaim = System.nanoTime();
 			return claimFair(queue, max, mayTakeOpen, filter);
 		}
 		for (int i = 0; i < RACED_CLAIM_ATTEMPTS && (claim == null || claim.racedOnly()); i++) {

@@ -243,17 +243,30 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 	}
 
-	/** A {@code claim_fair} of {@code queue}, after the key its last one served. */
+	/**
+	 * A {@code claim_fair} of {@code queue}, after the key its last one served, from where the
+	 * cursors say; keeps the cursor of a full claim as {@link #claim} does.
+	 */
 	private Claim claimFair(String queue, int max, boolean mayTakeOpen, HeaderFilter filter) {
+		ClaimCursors.Next next = this.cursors.next(queue);
+		ClaimCursor cursor = next.after();
 		QueueSql.SessionFairClaim parameters = new QueueSql.SessionFairClaim(queue, mayTakeOpen,
 				(filter != null) ? filter.documents() : null, this.namespace, this.sessionKey, this.maxPayloadBytes,
-				this.fairCursors.getOrDefault(queue, ""));
+				this.fairCursors.getOrDefault(queue, ""), (cursor != null) ? cursor.priority() : null,
+				(cursor != null) ? cursor.visibleAtMicros() : null, (cursor != null) ? cursor.id() : null);
 		try (PreparedStatement ps = this.sql.claimFair.variant(max, filter != null).prepare(this.connection, parameters)) {
 			this.nextKey = null;
 			this.readingFair = true;
 			try {
 				Claim claim = readClaim(queue, ps, true);
 				this.fairCursors.put(queue, (this.nextKey != null) ? this.nextKey : "");
+				if (claim.messages().size() + claim.deadLettered() + claim.raced() == max) {
+					// Filled by keys' heads alone, it walked nothing: the cursor stays where it was.
+					this.cursors.full(queue, next, (claim.last() != null) ? claim.last() : cursor);
+				}
+				else {
+					this.cursors.cameBackShort(queue);
+				}
 				return claim;
 			}
 			finally {

@@ -85,9 +85,12 @@ public final class QueueSql {
 			int payloadLimit, Integer afterPriority, Long afterVisibleAtUs, Long afterId) {
 	}
 
-	/** Parameters of {@code claim_fair}: a session claim that goes on after the key {@code afterKey} ("" for the first). */
+	/**
+	 * Parameters of {@code claim_fair}: a session claim that goes on after the key {@code afterKey}
+	 * ("" for the first), and from the head or, with the last three, from a cursor.
+	 */
 	public record SessionFairClaim(String queue, boolean mayTakeSuspects, String[] filter, int namespace, long session,
-			int payloadLimit, String afterKey) {
+			int payloadLimit, String afterKey, Integer afterPriority, Long afterVisibleAtUs, Long afterId) {
 	}
 
 	/** Parameters of {@code claim_by_id} and {@code claim_suspect}. */
@@ -167,7 +170,7 @@ public final class QueueSql {
 
 	/** Parameters of the transactional {@code claim_fair}: it goes on after the key {@code afterKey} ("" for the first). */
 	public record TransactionalFairClaim(String queue, String[] filter, int namespace, int payloadLimit,
-			String afterKey) {
+			String afterKey, Integer afterPriority, Long afterVisibleAtUs, Long afterId) {
 	}
 
 	/** Parameters of a transaction's {@code ack}. */

@@ -514,7 +514,8 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 		try (PreparedStatement ps = fair
 				? claims.fair().prepare(connection, new QueueSql.TransactionalFairClaim(queue,
 						(this.filter != null) ? this.filter.documents() : null, this.namespace, this.maxPayloadBytes,
-						this.fairCursors.getOrDefault(queue, "")))
+						this.fairCursors.getOrDefault(queue, ""), parameters.afterPriority(),
+						parameters.afterVisibleAtUs(), parameters.afterId()))
 				: statement.prepare(connection, parameters)) {
 			boolean rows = ps.execute();
 			while (!rows && ps.getUpdateCount() != -1) {
@@ -528,7 +529,9 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 					switch (rs.getString("kind")) {
 						case "claimed" -> {
 							batch.messages.add(ConsumerSession.read(queue, rs));
-							last = ClaimCursor.of(rs);
+							if (!fair || !rs.getBoolean("head")) {
+								last = ClaimCursor.of(rs); // a fair claim's cursor goes on after its walk
+							}
 						}
 						case "suspect" -> batch.suspects.add(rs.getLong("id"));
 						case "window_end" -> {
@@ -552,14 +555,11 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 		}
 		batch.claimed = batch.messages.size();
 		if (fair) {
-			// A fair claim goes on after the last key it served, not after its last row: a window that
-			// ended short is not walked on from (claiming again at once from the head would spin).
 			this.fairCursors.put(queue, (nextKey != null) ? nextKey : "");
-			batch.windowEnd = null;
-			return batch;
 		}
 		if (batch.claimed == max) {
-			this.cursors.full(queue, next, last);
+			// Filled by keys' heads alone, a fair claim walked nothing: the cursor stays where it was.
+			this.cursors.full(queue, next, (last != null) ? last : cursor);
 		}
 		else if (batch.windowEnd != null) {
 			this.cursors.windowEnded(queue, batch.windowEnd, batch.groupsScanned);

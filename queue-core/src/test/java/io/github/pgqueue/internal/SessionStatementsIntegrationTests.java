@@ -165,9 +165,11 @@ class SessionStatementsIntegrationTests {
 
 	/**
 	 * A queue whose definition names the header "tenant": 50 messages of tenant a, sent first, then
-	 * two of b and one of c. A claim of 4 after no key takes each key's head first (a, b, c) and fills
-	 * the batch from the head of the queue; a claim after key a starts with b; a claim after c wraps
-	 * around to a. Held messages are skipped, a key whose messages are all held gives none.
+	 * two of b and one of c. A claim of 4 after no key takes each key's head first, in descending key
+	 * order (c, b, a), and fills the batch from the head of the queue; a claim after key a wraps
+	 * around to c, then b; a claim after c goes on with b, then a. Held messages are skipped, a key
+	 * whose messages are all held gives none. With a cursor, heads and walk start after it, and only
+	 * the walked rows say their place.
 	 */
 	@Test
 	void claimFair() throws SQLException {
@@ -185,26 +187,39 @@ class SessionStatementsIntegrationTests {
 
 		Session first = newSession();
 		assertThat(fair(first, "fair", 4, "")).as("next_key: the last key the heads served")
-			.extracting("next_key").containsOnly("c");
+			.extracting("next_key").containsOnly("a");
 		execute(first.connection(), "SELECT pg_advisory_unlock_all()");
 		execute(first.connection(), "UPDATE pgqueue.holding SET ids = '{}' WHERE session = " + first.key());
 		assertThat(fair(first, "fair", 4, "")).extracting("id", "kind").containsExactlyInAnyOrder(
 				tuple(a.get(0), "claimed"), tuple(b1, "claimed"), tuple(c1, "claimed"), tuple(a.get(1), "claimed"));
 
 		Session second = newSession();
-		assertThat(fair(second, "fair", 2, "a")).as("after key a: b first, then c")
+		assertThat(fair(second, "fair", 2, "a")).as("after key a: c (held), then b")
 			.extracting("id").containsExactlyInAnyOrder(b2, a.get(2));
 
 		Session third = newSession();
-		assertThat(fair(third, "fair", 3, "c")).as("after the last key: from the first again; b's messages are held")
+		assertThat(fair(third, "fair", 3, "c")).as("after key c: b (held), then a")
 			.extracting("id").containsExactlyInAnyOrder(a.get(3), a.get(4), a.get(5));
 		assertThat(lockable(this.namespace, none)).isTrue();
+
+		long cursorAt = Db.queryForLong("SELECT (extract(epoch FROM visible_at) * 1000000)::bigint FROM pgqueue.message "
+				+ "WHERE id = " + a.get(10));
+		Session fourth = newSession();
+		List<Map<String, Object>> afterCursor = rows(fourth.connection(), this.sql.claimFair.variant(3, false),
+				new QueueSql.SessionFairClaim("fair", true, null, this.namespace, fourth.key(), this.payloadLimit, "", 0,
+						cursorAt, a.get(10)))
+			.stream()
+			.filter((row) -> !"next_due".equals(row.get("kind")))
+			.toList();
+		assertThat(afterCursor).as("after a cursor at a's eleventh: a's head after it, then the walk after it")
+			.extracting("id", "place_priority")
+			.containsExactlyInAnyOrder(tuple(a.get(11), null), tuple(a.get(12), 0), tuple(a.get(13), 0));
 	}
 
 	private List<Map<String, Object>> fair(Session session, String queue, int batch, String afterKey)
 			throws SQLException {
 		return rows(session.connection(), this.sql.claimFair.variant(batch, false), new QueueSql.SessionFairClaim(queue,
-				true, null, this.namespace, session.key(), this.payloadLimit, afterKey))
+				true, null, this.namespace, session.key(), this.payloadLimit, afterKey, null, null, null))
 			.stream()
 			.filter((row) -> !"next_due".equals(row.get("kind")))
 			.toList();

@@ -71,8 +71,9 @@ class TransactionalStatementsIntegrationTests {
 
 	/**
 	 * As session.sql's claim_fair: 50 messages of tenant a sent first, then two of b and one of c; a
-	 * claim of 4 takes each key's head (a, b, c) and one more of a; a claim after key a in another
-	 * transaction starts with b and skips what the first one holds.
+	 * claim of 4 takes each key's head (c, b, a) and one more of a; a claim after key a in another
+	 * transaction wraps around to c and b, and skips what the first one holds; a claim after a cursor
+	 * takes heads and walk after it, and says which rows heads took.
 	 */
 	@Test
 	void claimFair() throws SQLException {
@@ -89,17 +90,33 @@ class TransactionalStatementsIntegrationTests {
 		List<Map<String, Object>> rows = fair(first, "fair", 4, "");
 		assertThat(rows).extracting("id", "kind").containsExactlyInAnyOrder(tuple(a.get(0), "claimed"),
 				tuple(b1, "claimed"), tuple(c1, "claimed"), tuple(a.get(1), "claimed"));
-		assertThat(rows).extracting("next_key").containsOnly("c");
+		assertThat(rows).extracting("next_key").containsOnly("a");
+		assertThat(rows).extracting("id", "head").containsExactlyInAnyOrder(tuple(a.get(0), true), tuple(b1, true),
+				tuple(c1, true), tuple(a.get(1), false));
 
 		Connection second = newTransaction();
-		assertThat(fair(second, "fair", 2, "a")).as("after key a: b first, then the queue's head past what is held")
+		assertThat(fair(second, "fair", 2, "a")).as("after key a: c (held), then b, then the queue's head past what is held")
 			.extracting("id").containsExactlyInAnyOrder(b2, a.get(2));
+
+		long cursorAt = Db.queryForLong("SELECT (extract(epoch FROM visible_at) * 1000000)::bigint FROM pgqueue.message "
+				+ "WHERE id = " + a.get(10));
+		Connection third = newTransaction();
+		assertThat(fair(third, "fair", 3, "", 0, cursorAt, a.get(10)))
+			.as("after a cursor at a's eleventh: a's head after it, then the walk after it")
+			.extracting("id", "head")
+			.containsExactlyInAnyOrder(tuple(a.get(11), true), tuple(a.get(12), false), tuple(a.get(13), false));
 	}
 
 	private List<Map<String, Object>> fair(Connection transaction, String queue, int batch, String afterKey)
 			throws SQLException {
+		return fair(transaction, queue, batch, afterKey, null, null, null);
+	}
+
+	private List<Map<String, Object>> fair(Connection transaction, String queue, int batch, String afterKey,
+			Integer afterPriority, Long afterVisibleAtUs, Long afterId) throws SQLException {
 		return rows(transaction, this.sql.transactionalClaimFair.variant(batch, false),
-				new QueueSql.TransactionalFairClaim(queue, null, this.namespace, this.payloadLimit, afterKey))
+				new QueueSql.TransactionalFairClaim(queue, null, this.namespace, this.payloadLimit, afterKey,
+						afterPriority, afterVisibleAtUs, afterId))
 			.stream()
 			.filter((row) -> !"next_due".equals(row.get("kind")))
 			.toList();

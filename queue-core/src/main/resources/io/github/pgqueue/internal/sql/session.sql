@@ -209,18 +209,28 @@ SELECT concurrency_key FROM pgqueue.queue WHERE name = :queue;
 
 -- name: claim_fair
 -- claim_walk for a queue whose definition names a concurrency key (V25): claims round robin across
--- keys, so that one key's backlog does not hold back the others' messages.
+-- keys, so that one key's backlog does not hold back the others' messages. From the head, or, with
+-- a cursor (:after_priority, :after_visible_at_us, :after_id: where this poller's last full claim
+-- ended, as claim_walk_after takes it), from there.
 --
--- keys: up to {batch} keys that have messages, stepping through the concurrency index one descent
--- per key, in key order from the first key after :after_key (the last key the poller's previous
--- claim served), then from the first key again. heads: each key's first message a claim may take
--- (visible, of a priority present, not held, its group's head), locked one key at a time; a key
--- whose messages are all held or not yet visible gives none. walked: the rest of the batch, from
--- the head of the queue as claim_walk walks it, so that a key with a backlog still fills the
--- batches when there are fewer keys than the batch holds. Messages without a key are reached by
--- the walk only. Everything after locked is claim_walk's; each row also says the last key the
--- heads served (next_key), where the poller's next claim goes on.
-WITH RECURSIVE priorities AS (
+-- keys: up to {batch} keys that have messages, one backward descent of the concurrency index per
+-- key, in descending key order from the first key before :after_key (the last key the poller's
+-- previous claim served; "" for none), then from the last key down again. Backward, because each
+-- key's range begins with the dead entries of its messages acked since the last vacuum and ends
+-- with its newest messages. heads: each key's first message a claim may take (visible, not held,
+-- its group's head) after the cursor in (priority, visible_at, id), the index's order within
+-- the key, so that the scan descends past those dead entries; locked one key at a time. A key
+-- whose messages are all held or not yet visible gives none. walked: the rest of the batch, walked
+-- as claim_walk or claim_walk_after walks it, so that a key with a backlog still fills the batches
+-- when there are fewer keys than the batch holds. Messages without a key are reached by the walk
+-- only. Everything after locked is claim_walk's. Rows say the place of walked rows only, so that
+-- the poller's cursor goes on after the walk, not after a key's head far ahead; and each row says
+-- the last key the heads served (next_key), where the poller's next fair claim goes on.
+WITH RECURSIVE cursor AS (SELECT :after_priority::int AS priority,
+                                 COALESCE('epoch'::timestamptz + :after_visible_at_us::bigint * interval '1 microsecond',
+                                          '-infinity'::timestamptz) AS visible_at,
+                                 COALESCE(:after_id::bigint, 0) AS id),
+all_priorities AS (
     (SELECT priority FROM pgqueue.message
       WHERE queue = :queue AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
       ORDER BY priority LIMIT 1)
@@ -228,49 +238,58 @@ WITH RECURSIVE priorities AS (
     SELECT (SELECT m.priority FROM pgqueue.message m
              WHERE m.queue = :queue AND m.priority > p.priority
              ORDER BY m.priority LIMIT 1)
-      FROM priorities p
+      FROM all_priorities p
      WHERE p.priority IS NOT NULL
 ),
-keys_after AS (
+priorities AS (
+    SELECT priority FROM all_priorities WHERE priority IS NOT NULL AND :after_priority::int IS NULL
+    UNION ALL
+    SELECT c.priority FROM cursor c
+     WHERE c.priority IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM pgqueue.message WHERE queue = :queue AND priority < c.priority)
+       AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
+),
+keys_before AS (
     (SELECT m.concurrency_key AS key FROM pgqueue.message m
-      WHERE m.queue = :queue AND m.concurrency_key > :after_key
+      WHERE m.queue = :queue AND m.concurrency_key < :after_key
         AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
-      ORDER BY m.concurrency_key LIMIT 1)
+      ORDER BY m.concurrency_key DESC LIMIT 1)
     UNION ALL
     SELECT (SELECT m.concurrency_key FROM pgqueue.message m
-             WHERE m.queue = :queue AND m.concurrency_key > k.key
-             ORDER BY m.concurrency_key LIMIT 1)
-      FROM keys_after k
+             WHERE m.queue = :queue AND m.concurrency_key < k.key
+             ORDER BY m.concurrency_key DESC LIMIT 1)
+      FROM keys_before k
      WHERE k.key IS NOT NULL
 ),
-keys_from_start AS (
+keys_from_last AS (
     (SELECT m.concurrency_key AS key FROM pgqueue.message m
       WHERE m.queue = :queue AND m.concurrency_key IS NOT NULL
         AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
-      ORDER BY m.concurrency_key LIMIT 1)
+      ORDER BY m.concurrency_key DESC LIMIT 1)
     UNION ALL
     SELECT (SELECT m.concurrency_key FROM pgqueue.message m
-             WHERE m.queue = :queue AND m.concurrency_key > k.key
-             ORDER BY m.concurrency_key LIMIT 1)
-      FROM keys_from_start k
-     WHERE k.key IS NOT NULL AND k.key <= :after_key
+             WHERE m.queue = :queue AND m.concurrency_key < k.key
+             ORDER BY m.concurrency_key DESC LIMIT 1)
+      FROM keys_from_last k
+     WHERE k.key IS NOT NULL AND k.key >= :after_key
 ),
 keys AS MATERIALIZED (
-    SELECT k.key, k.part FROM ((SELECT key, 1 AS part FROM keys_after WHERE key IS NOT NULL LIMIT {batch})
+    SELECT k.key, k.part FROM ((SELECT key, 1 AS part FROM keys_before WHERE key IS NOT NULL LIMIT {batch})
                        UNION ALL
-                       (SELECT key, 2 FROM keys_from_start WHERE key IS NOT NULL AND key <= :after_key LIMIT {batch})) k
-     ORDER BY k.part, k.key
+                       (SELECT key, 2 FROM keys_from_last WHERE key IS NOT NULL AND key >= :after_key LIMIT {batch})) k
+     ORDER BY k.part, k.key DESC
      LIMIT {batch}
 ),
 heads AS MATERIALIZED (
     SELECT h.id, h.suspect, h.seen, h.priority, h.visible_at, k.key, k.part
       FROM keys k
+     CROSS JOIN cursor c
      CROSS JOIN LATERAL (
             SELECT m.id, (m.claim_open AND m.claimed_at > pg_postmaster_start_time()) AS suspect, m.xmin AS seen,
                    m.priority, m.visible_at
               FROM pgqueue.message m
              WHERE m.queue = :queue AND m.concurrency_key = k.key AND m.visible_at <= now()
-               AND m.priority IN (SELECT priority FROM priorities)
+               AND (m.priority, m.visible_at, m.id) > (COALESCE(c.priority, -2147483648), c.visible_at, c.id)
                AND (:may_take_suspects OR NOT ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
                     OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
                                   FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())))
@@ -287,6 +306,7 @@ heads AS MATERIALIZED (
 walked AS MATERIALIZED (
     SELECT c.id, c.suspect, c.seen, c.priority, c.visible_at
       FROM priorities p
+     CROSS JOIN cursor w
      CROSS JOIN LATERAL (
             SELECT m.id, m.suspect, m.seen, m.priority, m.visible_at
               FROM (SELECT m.id, m.queue, m.group_key, m.previous_id,
@@ -298,6 +318,7 @@ walked AS MATERIALIZED (
                             OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
                                           FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())))
                        AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
+                       AND (m.visible_at, m.id) > (w.visible_at, w.id)
                      ORDER BY m.visible_at, m.id
                      LIMIT 10 * ({batch} + 1000)) m
              WHERE m.group_key IS NULL
@@ -310,9 +331,9 @@ walked AS MATERIALIZED (
      LIMIT greatest(0, {batch} - (SELECT count(*) FROM heads))
 ),
 locked AS (
-    SELECT id, suspect, seen, priority, visible_at FROM heads
+    SELECT id, suspect, seen, priority, visible_at, true AS head FROM heads
     UNION ALL
-    SELECT id, suspect, seen, priority, visible_at FROM walked
+    SELECT id, suspect, seen, priority, visible_at, false FROM walked
 ),
 listed_by_dead AS MATERIALIZED (
     SELECT pgqueue.listed_by_the_dead(ARRAY(SELECT id FROM locked)) AS ids WHERE EXISTS (SELECT 1 FROM locked)
@@ -374,11 +395,11 @@ holding_updated AS (
         COALESCE(q.backoff_max_ms, 600000) AS backoff_max_ms,
         c.last_error,
         octet_length(p.text) AS payload_bytes,
-        CASE WHEN l.id IN (SELECT id FROM to_claim) THEN l.priority END AS place_priority,
-        CASE WHEN l.id IN (SELECT id FROM to_claim)
+        CASE WHEN l.id IN (SELECT id FROM to_claim) AND NOT l.head THEN l.priority END AS place_priority,
+        CASE WHEN l.id IN (SELECT id FROM to_claim) AND NOT l.head
              THEN (extract(epoch FROM l.visible_at) * 1000000)::bigint END AS place_visible_at_us,
         NULL::bigint AS next_due_ms,
-        (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key DESC LIMIT 1) AS next_key
+        (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1) AS next_key
    FROM locked l
    LEFT JOIN claimed c ON c.id = l.id
   CROSS JOIN taken_from_the_dead

@@ -146,14 +146,20 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
 
 -- name: claim_fair
 -- claim_walk for a queue whose definition names a concurrency key (V25), as session.sql's
--- claim_fair: heads takes each of up to {batch} keys' first message a claim may take, round robin
--- after :after_key, with claim_walk's tests (the snapshot's writers, the FIFO head) before its
--- transaction lock; walked fills the rest of the batch from the head of the queue. A queue with a
+-- claim_fair: heads takes each of up to {batch} keys' first message a claim may take after the
+-- cursor (from the head without one), round robin in descending key order before :after_key, with
+-- claim_walk's tests (the snapshot's writers, the FIFO head) before its transaction lock; walked
+-- fills the rest of the batch as claim_walk or claim_walk_after walks. A queue with a
 -- max_in_flight_per_key (V25) also has each message take one of its key's slots for the
 -- transaction (take_slot), after the message's own lock: a message whose key has no slot left
 -- keeps the message lock until the transaction ends but is not claimed. Every row says the last
--- key the heads served (next_key).
-WITH RECURSIVE priorities AS (
+-- key the heads served (next_key), and claimed rows whether a head took them (head): the poller's
+-- cursor goes on after the walk only.
+WITH RECURSIVE cursor AS (SELECT :after_priority::int AS priority,
+                                 COALESCE('epoch'::timestamptz + :after_visible_at_us::bigint * interval '1 microsecond',
+                                          '-infinity'::timestamptz) AS visible_at,
+                                 COALESCE(:after_id::bigint, 0) AS id),
+all_priorities AS (
     (SELECT priority FROM pgqueue.message
       WHERE queue = :queue AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
       ORDER BY priority LIMIT 1)
@@ -161,41 +167,49 @@ WITH RECURSIVE priorities AS (
     SELECT (SELECT m.priority FROM pgqueue.message m
              WHERE m.queue = :queue AND m.priority > p.priority
              ORDER BY m.priority LIMIT 1)
-      FROM priorities p
+      FROM all_priorities p
      WHERE p.priority IS NOT NULL
+),
+priorities AS (
+    SELECT priority FROM all_priorities WHERE priority IS NOT NULL AND :after_priority::int IS NULL
+    UNION ALL
+    SELECT c.priority FROM cursor c
+     WHERE c.priority IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM pgqueue.message WHERE queue = :queue AND priority < c.priority)
+       AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
 ),
 slots AS MATERIALIZED (
     SELECT (SELECT q.max_in_flight_per_key FROM pgqueue.queue q WHERE q.name = :queue) AS per_key
 ),
-keys_after AS (
+keys_before AS (
     (SELECT m.concurrency_key AS key FROM pgqueue.message m
-      WHERE m.queue = :queue AND m.concurrency_key > :after_key
+      WHERE m.queue = :queue AND m.concurrency_key < :after_key
         AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
-      ORDER BY m.concurrency_key LIMIT 1)
+      ORDER BY m.concurrency_key DESC LIMIT 1)
     UNION ALL
     SELECT (SELECT m.concurrency_key FROM pgqueue.message m
-             WHERE m.queue = :queue AND m.concurrency_key > k.key
-             ORDER BY m.concurrency_key LIMIT 1)
-      FROM keys_after k
+             WHERE m.queue = :queue AND m.concurrency_key < k.key
+             ORDER BY m.concurrency_key DESC LIMIT 1)
+      FROM keys_before k
      WHERE k.key IS NOT NULL
 ),
-keys_from_start AS (
+keys_from_last AS (
     (SELECT m.concurrency_key AS key FROM pgqueue.message m
       WHERE m.queue = :queue AND m.concurrency_key IS NOT NULL
         AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
-      ORDER BY m.concurrency_key LIMIT 1)
+      ORDER BY m.concurrency_key DESC LIMIT 1)
     UNION ALL
     SELECT (SELECT m.concurrency_key FROM pgqueue.message m
-             WHERE m.queue = :queue AND m.concurrency_key > k.key
-             ORDER BY m.concurrency_key LIMIT 1)
-      FROM keys_from_start k
-     WHERE k.key IS NOT NULL AND k.key <= :after_key
+             WHERE m.queue = :queue AND m.concurrency_key < k.key
+             ORDER BY m.concurrency_key DESC LIMIT 1)
+      FROM keys_from_last k
+     WHERE k.key IS NOT NULL AND k.key >= :after_key
 ),
 keys AS MATERIALIZED (
-    SELECT k.key, k.part FROM ((SELECT key, 1 AS part FROM keys_after WHERE key IS NOT NULL LIMIT {batch})
+    SELECT k.key, k.part FROM ((SELECT key, 1 AS part FROM keys_before WHERE key IS NOT NULL LIMIT {batch})
                                UNION ALL
-                               (SELECT key, 2 FROM keys_from_start WHERE key IS NOT NULL AND key <= :after_key LIMIT {batch})) k
-     ORDER BY k.part, k.key
+                               (SELECT key, 2 FROM keys_from_last WHERE key IS NOT NULL AND key >= :after_key LIMIT {batch})) k
+     ORDER BY k.part, k.key DESC
      LIMIT {batch}
 ),
 heads AS MATERIALIZED (
@@ -206,11 +220,12 @@ heads AS MATERIALIZED (
             OR CASE WHEN h.xmax = '0'::xid OR NOT pgqueue.locker_aborted(h.xmax) THEN false
                     ELSE pgqueue.consumer_aborted(h.xmax) END) AS suspect
       FROM keys k
+     CROSS JOIN cursor c
      CROSS JOIN LATERAL (
             SELECT m.id, m.priority, m.visible_at, m.xmax, m.claim_open, m.claimed_at
               FROM pgqueue.message m
              WHERE m.queue = :queue AND m.concurrency_key = k.key AND m.visible_at <= now()
-               AND m.priority IN (SELECT priority FROM priorities)
+               AND (m.priority, m.visible_at, m.id) > (COALESCE(c.priority, -2147483648), c.visible_at, c.id)
                AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
                AND NOT (m.xmax <> '0'::xid
                         AND (m.xmax::text::bigint = ANY (ARRAY(SELECT x::text::bigint & 4294967295
@@ -237,12 +252,14 @@ walked AS MATERIALIZED (
                 OR CASE WHEN w.xmax = '0'::xid OR NOT pgqueue.locker_aborted(w.xmax) THEN false
                         ELSE pgqueue.consumer_aborted(w.xmax) END) AS suspect
       FROM priorities p
+     CROSS JOIN cursor c
      CROSS JOIN LATERAL (
             SELECT m.id, m.queue, m.priority, m.visible_at, m.xmax, m.group_key, m.previous_id,
                    m.claim_open, m.claimed_at, m.concurrency_key, row_number() OVER (ORDER BY m.visible_at, m.id) AS n
               FROM pgqueue.message m
              WHERE m.queue = :queue AND m.priority = p.priority AND m.visible_at <= now()
                AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
+               AND (m.visible_at, m.id) > (c.visible_at, c.id)
              ORDER BY m.visible_at, m.id
              LIMIT {batch} + 1000) w
      WHERE w.id NOT IN (SELECT id FROM heads)
@@ -298,19 +315,20 @@ claimed AS (
         (extract(epoch FROM c.visible_at) * 1000000)::bigint AS visible_at_us,
         NULL::int AS groups_scanned,
         NULL::bigint AS next_due_ms,
-        (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key DESC LIMIT 1) AS next_key
+        (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1) AS next_key,
+        c.id IN (SELECT id FROM heads) AS head
    FROM claimed c
    LEFT JOIN LATERAL (SELECT c.payload::text AS text) p ON true
    LEFT JOIN pgqueue.queue q ON q.name = c.queue
   ORDER BY c.priority, c.visible_at, c.id)
 UNION ALL
 SELECT id, 'suspect', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key DESC LIMIT 1)
+       (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1), NULL
   FROM suspicion WHERE suspect
 UNION ALL
 (SELECT e.id, 'window_end', NULL, NULL, e.priority, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
         (extract(epoch FROM e.visible_at) * 1000000)::bigint,
-        NULL, NULL, (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key DESC LIMIT 1)
+        NULL, NULL, (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1), NULL
    FROM walked e
   WHERE NOT e.taken
   ORDER BY e.priority LIMIT 1)
@@ -323,7 +341,7 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
                  WHERE m.queue = :queue AND m.priority = p.priority
                    AND m.visible_at > now() AND m.visible_at < 'infinity'
                  ORDER BY m.visible_at LIMIT 1) n),
-       NULL
+       NULL, NULL
  WHERE NOT EXISTS (SELECT 1 FROM taken);
 
 -- name: claim_walk_after

@@ -22,24 +22,39 @@ ALTER TABLE "${flyway:defaultSchema}".queue
     ADD COLUMN max_in_flight_per_key integer CHECK (max_in_flight_per_key > 0);
 
 -- Takes a free slot of key of_key in queue of_queue, of slots slot numbers, for the calling
--- transaction (xact) or session; the slot's number, or null if all are taken.
+-- transaction (xact) or session, and returns the slot's lock key, or null if all are taken. An
+-- advisory lock is re-entrant, so a slot the same claim took already (listed in the transaction's
+-- setting pgqueue_claim.slots) is passed over: each message a claim takes has a slot of its own.
+-- A session claim reads the list at its end, to release those slots once its messages are done.
 CREATE FUNCTION "${flyway:defaultSchema}".take_slot(namespace integer, of_queue text, of_key text, slots integer,
                                                     xact boolean)
-    RETURNS integer
+    RETURNS bigint
     LANGUAGE plpgsql VOLATILE AS
 $$
 DECLARE
     lock_key bigint;
+    taken text := COALESCE(current_setting('pgqueue_claim.slots', true), '');
 BEGIN
     FOR slot IN 0 .. slots - 1 LOOP
         lock_key := (namespace::bigint << 32)
                     | (hashtext(of_queue || E'\n' || of_key || E'\n' || slot::text)::bigint & 4294967295);
+        CONTINUE WHEN position(',' || lock_key || ',' IN taken) > 0;
         IF (xact AND pg_try_advisory_xact_lock(lock_key)) OR (NOT xact AND pg_try_advisory_lock(lock_key)) THEN
-            RETURN slot;
+            PERFORM set_config('pgqueue_claim.slots', CASE WHEN taken = '' THEN ',' ELSE taken END || lock_key || ',',
+                               true);
+            RETURN lock_key;
         END IF;
     END LOOP;
     RETURN NULL;
 END
+$$;
+
+-- Releases the session slots a claim took (take_slot's lock keys), once its messages are done.
+CREATE FUNCTION "${flyway:defaultSchema}".release_slots(lock_keys bigint[])
+    RETURNS integer
+    LANGUAGE sql VOLATILE AS
+$$
+    SELECT count(*) FILTER (WHERE pg_advisory_unlock(k))::integer FROM unnest(lock_keys) AS k;
 $$;
 
 -- QueueTemplate.sendBatch to a FIFO group (V16), now also copying the key's header into the

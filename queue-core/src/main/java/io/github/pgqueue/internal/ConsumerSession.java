@@ -73,14 +73,9 @@ public final class ConsumerSession implements AutoCloseable {
 	 * Per queue claimed by this session, whether its definition names a concurrency key (read at
 	 * its first claim), and of those the last key a fair claim served ("" before the first).
 	 */
-	private final java.util.Map<String, Boolean> keyed = new java.util.HashMap<>();
+	private final java.util.Map<String, ClaimCursors.Keying> keyed = new java.util.HashMap<>();
 
 	private final java.util.Map<String, String> fairCursors = new java.util.HashMap<>();
-
-	/** When this session last made a fair claim (System.nanoTime), and how often it makes one at most. */
-	private long lastFairClaim = System.nanoTime() - FAIR_CLAIM_INTERVAL_NANOS;
-
-	private static final long FAIR_CLAIM_INTERVAL_NANOS = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(5);
 
 	/**
 	 * How many statements one claim makes at most while each locks only rows that other consumers
@@ -214,12 +209,7 @@ public final class ConsumerSession implements AutoCloseable {
 		Claim claim = null;
 		// A claim whose rows the re-check all found gone (completed by other consumers after its
 		// snapshot was taken) met a busy queue, not an empty one: it is made again, going on past them.
-		if (this.keyed.computeIfAbsent(queue, this::readKeyed)
-				&& System.nanoTime() - this.lastFairClaim >= FAIR_CLAIM_INTERVAL_NANOS) {
-			// A fair claim at most every FAIR_CLAIM_INTERVAL per session: the others go on from the
-			// cursor as claims of any queue do, which keeps a busy key's drain from walking its rows in
-			// flight and its dead index entries at every claim.
-			this.lastFairClaim = System.nanoTime();
+		if (this.cursors.fairClaimDue(queue, this.keyed.computeIfAbsent(queue, this::readKeying))) {
 			return claimFair(queue, max, mayTakeOpen, filter);
 		}
 		for (int i = 0; i < RACED_CLAIM_ATTEMPTS && (claim == null || claim.racedOnly()); i++) {
@@ -232,11 +222,11 @@ public final class ConsumerSession implements AutoCloseable {
 		return claim;
 	}
 
-	/** Whether {@code queue}'s definition names a concurrency key: its claims are then fair ones. */
-	private boolean readKeyed(String queue) {
+	/** How {@code queue}'s claims treat its concurrency key, if it has one: some or all are fair ones. */
+	private ClaimCursors.Keying readKeying(String queue) {
 		try (PreparedStatement ps = this.sql.concurrencyKeyOf.prepare(this.connection, new QueueSql.Queue(queue));
 				ResultSet rs = ps.executeQuery()) {
-			return rs.next() && rs.getString("concurrency_key") != null;
+			return ClaimCursors.Keying.of(rs);
 		}
 		catch (SQLException ex) {
 			throw claimFailure(queue, ex);
@@ -256,11 +246,13 @@ public final class ConsumerSession implements AutoCloseable {
 				(cursor != null) ? cursor.visibleAtMicros() : null, (cursor != null) ? cursor.id() : null);
 		try (PreparedStatement ps = this.sql.claimFair.variant(max, filter != null).prepare(this.connection, parameters)) {
 			this.nextKey = null;
+			this.walkFull = false;
 			this.readingFair = true;
 			try {
 				Claim claim = readClaim(queue, ps, true);
 				this.fairCursors.put(queue, (this.nextKey != null) ? this.nextKey : "");
-				if (claim.messages().size() + claim.deadLettered() + claim.raced() == max) {
+				releaseSlotsOnceDone(); // slots of rows it locked but did not hand out
+				if (this.walkFull || claim.messages().size() + claim.deadLettered() + claim.raced() == max) {
 					// Filled by keys' heads alone, it walked nothing: the cursor stays where it was.
 					this.cursors.full(queue, next, (claim.last() != null) ? claim.last() : cursor);
 				}
@@ -278,8 +270,20 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 	}
 
-	/** The next_key of the fair claim read last, and whether {@link #readClaim} reads one. */
+
+	/**
+	 * The lock keys of the per-key slots (see {@code claim_fair}) the last claim took: released once
+	 * the session holds no message any more.
+	 */
+	private final List<Long> slots = new ArrayList<>();
+
+	/**
+	 * The next_key and walk_full of the fair claim read last (see {@code claim_fair}), and whether
+	 * {@link #readClaim} reads them.
+	 */
 	private String nextKey;
+
+	private boolean walkFull;
 
 	private boolean readingFair;
 
@@ -394,8 +398,17 @@ public final class ConsumerSession implements AutoCloseable {
 		try (ResultSet rs = ps.executeQuery()) {
 			while (rs.next()) {
 				String kind = rs.getString("kind");
-				if (this.readingFair && this.nextKey == null) {
+				if (this.readingFair && !kind.equals("next_due") && this.nextKey == null) {
 					this.nextKey = rs.getString("next_key");
+					this.walkFull = rs.getBoolean("walk_full");
+					String slotLocks = rs.getString("slot_locks");
+					if (slotLocks != null) {
+						for (String lockKey : slotLocks.split(",")) {
+							if (!lockKey.isEmpty()) {
+								this.slots.add(Long.parseLong(lockKey));
+							}
+						}
+					}
 				}
 				if (kind.equals("next_due")) {
 					long ms = rs.getLong("next_due_ms");
@@ -574,6 +587,7 @@ public final class ConsumerSession implements AutoCloseable {
 					this.keeping.remove(id);
 				}
 			}
+			releaseSlotsOnceDone();
 		}
 		catch (SQLException ex) {
 			throw completionFailure(failure("release " + ids, ex));
@@ -594,6 +608,7 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 		this.held.removeAll(done);
 		this.keeping.removeAll(done);
+		releaseSlotsOnceDone();
 		if (done.size() == ids.size()) {
 			return;
 		}
@@ -607,6 +622,18 @@ public final class ConsumerSession implements AutoCloseable {
 		logger.warn("Messages {} were deleted or moved to another queue by someone else while this consumer held "
 				+ "them; releasing them", vanished);
 		release(vanished, false);
+	}
+
+	/** Releases the per-key slots the last claim took once this session holds no message any more. */
+	private void releaseSlotsOnceDone() throws SQLException {
+		if (!this.held.isEmpty() || this.slots.isEmpty()) {
+			return;
+		}
+		try (PreparedStatement ps = this.sql.releaseSlots.prepare(this.connection,
+				new QueueSql.SlotLocks(this.slots.toArray(new Long[0])));
+				ResultSet rs = ps.executeQuery()) {
+			this.slots.clear();
+		}
 	}
 
 	private int currentBackendPid() throws SQLException {

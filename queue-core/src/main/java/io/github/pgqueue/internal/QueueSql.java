@@ -93,6 +93,10 @@ public final class QueueSql {
 			int payloadLimit, String afterKey, Integer afterPriority, Long afterVisibleAtUs, Long afterId) {
 	}
 
+	/** Parameters of {@code release_slots}: the lock keys of the per-key slots a fair claim took. */
+	public record SlotLocks(Long[] lockKeys) {
+	}
+
 	/** Parameters of {@code claim_by_id} and {@code claim_suspect}. */
 	public record ClaimOne(long id, String queue, int namespace, long session, int payloadLimit) {
 	}
@@ -142,6 +146,8 @@ public final class QueueSql {
 	public final NamedStatement<SessionFairClaim> claimFair;
 
 	public final NamedStatement<Queue> concurrencyKeyOf;
+
+	public final NamedStatement<SlotLocks> releaseSlots;
 
 	public final NamedStatement<SessionClaim> claimScanningHeads;
 
@@ -501,6 +507,7 @@ public final class QueueSql {
 		this.claimWalkAfter = NamedStatement.load(s, "session", "claim_walk_after", SessionClaim.class);
 		this.claimFair = NamedStatement.load(s, "session", "claim_fair", SessionFairClaim.class);
 		this.concurrencyKeyOf = NamedStatement.load(s, "session", "concurrency_key_of", Queue.class);
+		this.releaseSlots = NamedStatement.load(s, "session", "release_slots", SlotLocks.class);
 		this.claimScanningHeads = NamedStatement.load(s, "session", "claim_scanning_heads", SessionClaim.class);
 		this.claimById = NamedStatement.load(s, "session", "claim_by_id", ClaimOne.class);
 		this.claimSuspect = NamedStatement.load(s, "session", "claim_suspect", ClaimOne.class);

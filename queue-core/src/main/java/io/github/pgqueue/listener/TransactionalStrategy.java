@@ -216,14 +216,13 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 	 * Per queue, whether its definition names a concurrency key (read at its first claim, on a
 	 * connection of its own), and of those the last key a fair claim served ("" before the first).
 	 */
-	private final java.util.Map<String, Boolean> keyed = new java.util.HashMap<>();
+	private final java.util.Map<String, ClaimCursors.Keying> keyed = new java.util.HashMap<>();
 
 	private final java.util.Map<String, String> fairCursors = new java.util.HashMap<>();
 
-	private boolean readKeyed(String queue) {
-		return Boolean.TRUE.equals(new org.springframework.jdbc.core.JdbcTemplate(this.dataSource).query(
-				this.sql.concurrencyKeyOf.with(new QueueSql.Queue(queue)),
-				(rs) -> rs.next() && rs.getString("concurrency_key") != null));
+	private ClaimCursors.Keying readKeying(String queue) {
+		return new org.springframework.jdbc.core.JdbcTemplate(this.dataSource)
+			.query(this.sql.concurrencyKeyOf.with(new QueueSql.Queue(queue)), ClaimCursors.Keying::of);
 	}
 
 	/** The completing statements of a transaction, each after {@code before} in its round trip. */
@@ -502,8 +501,9 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 		ClaimCursor cursor = next.after();
 		batch.fromCursor = cursor != null;
 		ClaimCursor last = null;
-		boolean fair = this.keyed.computeIfAbsent(queue, this::readKeyed);
+		boolean fair = this.cursors.fairClaimDue(queue, this.keyed.computeIfAbsent(queue, this::readKeying));
 		String nextKey = null;
+		boolean walkFull = false;
 		NamedStatement<TransactionalClaim> statement = next.scanHeads()
 				? ((cursor != null) ? claims.scanningAfter() : claims.scanning())
 				: ((cursor != null) ? claims.walkAfter() : claims.walk());
@@ -523,8 +523,9 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 			}
 			try (ResultSet rs = ps.getResultSet()) {
 				while (rs.next()) {
-					if (fair && nextKey == null) {
+					if (fair && !rs.getString("kind").equals("next_due") && nextKey == null) {
 						nextKey = rs.getString("next_key");
+						walkFull = rs.getBoolean("walk_full");
 					}
 					switch (rs.getString("kind")) {
 						case "claimed" -> {
@@ -557,7 +558,7 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 		if (fair) {
 			this.fairCursors.put(queue, (nextKey != null) ? nextKey : "");
 		}
-		if (batch.claimed == max) {
+		if (batch.claimed == max || walkFull) {
 			// Filled by keys' heads alone, a fair claim walked nothing: the cursor stays where it was.
 			this.cursors.full(queue, next, (last != null) ? last : cursor);
 		}

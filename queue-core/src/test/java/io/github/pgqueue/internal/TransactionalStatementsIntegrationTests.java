@@ -71,7 +71,7 @@ class TransactionalStatementsIntegrationTests {
 
 	/**
 	 * As session.sql's claim_fair: 50 messages of tenant a sent first, then two of b and one of c; a
-	 * claim of 4 takes each key's head (c, b, a) and one more of a; a claim after key a in another
+	 * claim of 4 walks two of a and takes the heads of c and b; a claim after key a in another
 	 * transaction wraps around to c and b, and skips what the first one holds; a claim after a cursor
 	 * takes heads and walk after it, and says which rows heads took.
 	 */
@@ -90,21 +90,32 @@ class TransactionalStatementsIntegrationTests {
 		List<Map<String, Object>> rows = fair(first, "fair", 4, "");
 		assertThat(rows).extracting("id", "kind").containsExactlyInAnyOrder(tuple(a.get(0), "claimed"),
 				tuple(b1, "claimed"), tuple(c1, "claimed"), tuple(a.get(1), "claimed"));
-		assertThat(rows).extracting("next_key").containsOnly("a");
-		assertThat(rows).extracting("id", "head").containsExactlyInAnyOrder(tuple(a.get(0), true), tuple(b1, true),
+		assertThat(rows).extracting("next_key").containsOnly("b");
+		assertThat(rows).extracting("id", "head").containsExactlyInAnyOrder(tuple(a.get(0), false), tuple(b1, true),
 				tuple(c1, true), tuple(a.get(1), false));
 
 		Connection second = newTransaction();
 		assertThat(fair(second, "fair", 2, "a")).as("after key a: c (held), then b, then the queue's head past what is held")
 			.extracting("id").containsExactlyInAnyOrder(b2, a.get(2));
 
+		// A second queue: a0..a9, b0, a10..a19, b1, and a cursor at a10.
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key) VALUES ('fair-after', 'tenant')");
+		List<Long> a2 = new ArrayList<>();
+		for (int i = 0; i < 20; i++) {
+			if (i == 10) {
+				send("fair-after", 100, SendOptions.builder().header("tenant", "b"));
+			}
+			a2.add(send("fair-after", i, SendOptions.builder().header("tenant", "a")));
+		}
+		long b1After = send("fair-after", 101, SendOptions.builder().header("tenant", "b"));
 		long cursorAt = Db.queryForLong("SELECT (extract(epoch FROM visible_at) * 1000000)::bigint FROM pgqueue.message "
-				+ "WHERE id = " + a.get(10));
+				+ "WHERE id = " + a2.get(10));
 		Connection third = newTransaction();
-		assertThat(fair(third, "fair", 3, "", 0, cursorAt, a.get(10)))
-			.as("after a cursor at a's eleventh: a's head after it, then the walk after it")
-			.extracting("id", "head")
-			.containsExactlyInAnyOrder(tuple(a.get(11), true), tuple(a.get(12), false), tuple(a.get(13), false));
+		assertThat(fair(third, "fair-after", 3, "", 0, cursorAt, a2.get(10)))
+			.as("after a cursor at a10: the walk after it, and b's head after it, not b0")
+			.extracting("id", "head", "walk_full")
+			.containsExactlyInAnyOrder(tuple(a2.get(11), false, true), tuple(a2.get(12), false, true),
+					tuple(b1After, true, true));
 	}
 
 	private List<Map<String, Object>> fair(Connection transaction, String queue, int batch, String afterKey)

@@ -80,12 +80,13 @@ class FairClaimIntegrationTests {
 
 
 	/**
-	 * A queue with at most two messages of a key in flight: four transactional pollers handle two
-	 * keys' messages, and no more than two handlers of one key ever run at once (without the limit,
-	 * up to four do: the test fails with max_in_flight_per_key left null).
+	 * A queue with at most two messages of a key in flight: four pollers handle two keys' messages,
+	 * and no more than two handlers of one key ever run at once (without the limit, up to four do:
+	 * the test fails with max_in_flight_per_key left null).
 	 */
-	@Test
-	void atMostTheLimitOfAKeyIsInFlightInTransactionalMode() {
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void atMostTheLimitOfAKeyIsInFlight(ConsumptionMode mode) {
 		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key, max_in_flight_per_key) "
 				+ "VALUES ('limited', 'tenant', 2)");
 		for (String tenant : List.of("a", "b")) {
@@ -106,7 +107,7 @@ class FairClaimIntegrationTests {
 				running.get(tenant).decrementAndGet();
 				handled.incrementAndGet();
 			}
-		}, properties("limited").concurrency(4).batchSize(10).mode(ConsumptionMode.TRANSACTIONAL)));
+		}, properties("limited").concurrency(4).batchSize(10).mode(mode)));
 		await().atMost(Duration.ofSeconds(60)).until(() -> handled.get() >= 400);
 
 		assertThat(most).hasSize(2);

@@ -146,15 +146,16 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
 
 -- name: claim_fair
 -- claim_walk for a queue whose definition names a concurrency key (V25), as session.sql's
--- claim_fair: heads takes each of up to {batch} keys' first message a claim may take after the
--- cursor (from the head without one), round robin in descending key order before :after_key, with
--- claim_walk's tests (the snapshot's writers, the FIFO head) before its transaction lock; walked
--- fills the rest of the batch as claim_walk or claim_walk_after walks. A queue with a
--- max_in_flight_per_key (V25) also has each message take one of its key's slots for the
--- transaction (take_slot), after the message's own lock: a message whose key has no slot left
--- keeps the message lock until the transaction ends but is not claimed. Every row says the last
--- key the heads served (next_key), and claimed rows whether a head took them (head): the poller's
--- cursor goes on after the walk only.
+-- claim_fair: walked takes the batch but for the reserved rows after the cursor (from the head
+-- without one), as claim_walk or claim_walk_after walks; heads takes, for each key the walk did not
+-- reach, round robin in descending key order before :after_key, its first message a claim may take
+-- after the cursor, with claim_walk's tests (the snapshot's writers, the FIFO head) before its
+-- transaction lock. A queue with a max_in_flight_per_key (V25) also has each message take one of
+-- its key's slots for the transaction (take_slot), after the message's own lock: a message whose
+-- key has no slot left keeps the message lock until the transaction ends but is not claimed. Every
+-- row says the last key the heads served (next_key); claimed rows say whether a head took them
+-- (head: the poller's cursor goes on after the walk only) and whether the walk took all it could
+-- (walk_full: the claim counts as full).
 WITH RECURSIVE cursor AS (SELECT :after_priority::int AS priority,
                                  COALESCE('epoch'::timestamptz + :after_visible_at_us::bigint * interval '1 microsecond',
                                           '-infinity'::timestamptz) AS visible_at,
@@ -212,39 +213,11 @@ keys AS MATERIALIZED (
      ORDER BY k.part, k.key DESC
      LIMIT {batch}
 ),
-heads AS MATERIALIZED (
-    SELECT h.id, h.priority, h.visible_at, k.key, k.part,
-           ((h.claim_open AND h.claimed_at > pg_postmaster_start_time())
-            OR h.id IN (SELECT unnest(CASE WHEN o.in_turn THEN o.ids[1:1] ELSE o.ids END)
-                          FROM pgqueue.holding o WHERE o.opened_at > pg_postmaster_start_time())
-            OR CASE WHEN h.xmax = '0'::xid OR NOT pgqueue.locker_aborted(h.xmax) THEN false
-                    ELSE pgqueue.consumer_aborted(h.xmax) END) AS suspect
-      FROM keys k
-     CROSS JOIN cursor c
-     CROSS JOIN LATERAL (
-            SELECT m.id, m.priority, m.visible_at, m.xmax, m.claim_open, m.claimed_at
-              FROM pgqueue.message m
-             WHERE m.queue = :queue AND m.concurrency_key = k.key AND m.visible_at <= now()
-               AND (m.priority, m.visible_at, m.id) > (COALESCE(c.priority, -2147483648), c.visible_at, c.id)
-               AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
-               AND NOT (m.xmax <> '0'::xid
-                        AND (m.xmax::text::bigint = ANY (ARRAY(SELECT x::text::bigint & 4294967295
-                                                                 FROM pg_snapshot_xip(pg_current_snapshot()) x))
-                             OR ((m.xmax::text::bigint - (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint))
-                                 & 4294967295) < 2147483648))
-               AND (m.group_key IS NULL
-                    OR (SELECT o.id FROM pgqueue.message o
-                         WHERE o.queue = m.queue AND o.group_key = m.group_key AND o.id < m.id
-                           AND o.id >= COALESCE(m.previous_id, 0)
-                         ORDER BY o.id DESC LIMIT 1) IS NULL)
-               AND pg_try_advisory_xact_lock(:namespace, m.id::bit(32)::int4)
-               AND ((SELECT per_key FROM slots) IS NULL
-                    OR pgqueue.take_slot(:namespace, :queue, m.concurrency_key, (SELECT per_key FROM slots), true) IS NOT NULL)
-             ORDER BY m.priority, m.visible_at, m.id
-             LIMIT 1) h
+reserved AS MATERIALIZED (
+    SELECT CASE WHEN count(*) > 1 THEN least(count(*) - 1, {batch} / 2) ELSE 0 END AS n FROM keys
 ),
 walked AS MATERIALIZED (
-    SELECT w.id, w.priority, w.visible_at, w.n, w.n < {batch} + 1000 AS taken,
+    SELECT w.id, w.priority, w.visible_at, w.n, w.n < {batch} + 1000 AS taken, w.concurrency_key,
            w.n < {batch} + 1000
            AND ((w.claim_open AND w.claimed_at > pg_postmaster_start_time())
                 OR w.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
@@ -262,8 +235,7 @@ walked AS MATERIALIZED (
                AND (m.visible_at, m.id) > (c.visible_at, c.id)
              ORDER BY m.visible_at, m.id
              LIMIT {batch} + 1000) w
-     WHERE w.id NOT IN (SELECT id FROM heads)
-       AND CASE WHEN w.n = {batch} + 1000 THEN true
+     WHERE CASE WHEN w.n = {batch} + 1000 THEN true
                 WHEN (w.xmax <> '0'::xid
                       AND (w.xmax::text::bigint = ANY (ARRAY(SELECT x::text::bigint & 4294967295
                                                                FROM pg_snapshot_xip(pg_current_snapshot()) x))
@@ -278,7 +250,41 @@ walked AS MATERIALIZED (
                 THEN pg_try_advisory_xact_lock(:namespace, w.id::bit(32)::int4)
                 ELSE pg_try_advisory_xact_lock(:namespace, w.id::bit(32)::int4)
                      AND pgqueue.take_slot(:namespace, :queue, w.concurrency_key, (SELECT per_key FROM slots), true) IS NOT NULL END
-     LIMIT greatest(0, {batch} - (SELECT count(*) FROM heads))
+     LIMIT {batch} - (SELECT n FROM reserved)
+),
+heads AS MATERIALIZED (
+    SELECT h.id, h.priority, h.visible_at, k.key, k.part,
+           ((h.claim_open AND h.claimed_at > pg_postmaster_start_time())
+            OR h.id IN (SELECT unnest(CASE WHEN o.in_turn THEN o.ids[1:1] ELSE o.ids END)
+                          FROM pgqueue.holding o WHERE o.opened_at > pg_postmaster_start_time())
+            OR CASE WHEN h.xmax = '0'::xid OR NOT pgqueue.locker_aborted(h.xmax) THEN false
+                    ELSE pgqueue.consumer_aborted(h.xmax) END) AS suspect
+      FROM keys k
+     CROSS JOIN cursor c
+     CROSS JOIN LATERAL (
+            SELECT m.id, m.priority, m.visible_at, m.xmax, m.claim_open, m.claimed_at
+              FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.concurrency_key = k.key AND m.visible_at <= now()
+               AND (m.concurrency_key, m.priority, m.visible_at, m.id)
+                   > (k.key, COALESCE(c.priority, -2147483648), c.visible_at, c.id) -- the concurrency index's columns
+               AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
+               AND NOT (m.xmax <> '0'::xid
+                        AND (m.xmax::text::bigint = ANY (ARRAY(SELECT x::text::bigint & 4294967295
+                                                                 FROM pg_snapshot_xip(pg_current_snapshot()) x))
+                             OR ((m.xmax::text::bigint - (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint))
+                                 & 4294967295) < 2147483648))
+               AND (m.group_key IS NULL
+                    OR (SELECT o.id FROM pgqueue.message o
+                         WHERE o.queue = m.queue AND o.group_key = m.group_key AND o.id < m.id
+                           AND o.id >= COALESCE(m.previous_id, 0)
+                         ORDER BY o.id DESC LIMIT 1) IS NULL)
+               AND pg_try_advisory_xact_lock(:namespace, m.id::bit(32)::int4)
+               AND ((SELECT per_key FROM slots) IS NULL
+                    OR pgqueue.take_slot(:namespace, :queue, m.concurrency_key, (SELECT per_key FROM slots), true) IS NOT NULL)
+             ORDER BY m.priority, m.visible_at, m.id
+             LIMIT 1) h
+     WHERE k.key NOT IN (SELECT concurrency_key FROM walked WHERE taken AND concurrency_key IS NOT NULL)
+     LIMIT {batch} - (SELECT count(*) FROM walked WHERE taken)
 ),
 taken AS (
     SELECT id, suspect FROM heads
@@ -316,19 +322,20 @@ claimed AS (
         NULL::int AS groups_scanned,
         NULL::bigint AS next_due_ms,
         (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1) AS next_key,
-        c.id IN (SELECT id FROM heads) AS head
+        c.id IN (SELECT id FROM heads) AS head,
+        (SELECT count(*) FROM walked WHERE taken) = {batch} - (SELECT n FROM reserved) AS walk_full
    FROM claimed c
    LEFT JOIN LATERAL (SELECT c.payload::text AS text) p ON true
    LEFT JOIN pgqueue.queue q ON q.name = c.queue
   ORDER BY c.priority, c.visible_at, c.id)
 UNION ALL
 SELECT id, 'suspect', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1), NULL
+       (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1), NULL, NULL
   FROM suspicion WHERE suspect
 UNION ALL
 (SELECT e.id, 'window_end', NULL, NULL, e.priority, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
         (extract(epoch FROM e.visible_at) * 1000000)::bigint,
-        NULL, NULL, (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1), NULL
+        NULL, NULL, (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1), NULL, NULL
    FROM walked e
   WHERE NOT e.taken
   ORDER BY e.priority LIMIT 1)
@@ -341,7 +348,7 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
                  WHERE m.queue = :queue AND m.priority = p.priority
                    AND m.visible_at > now() AND m.visible_at < 'infinity'
                  ORDER BY m.visible_at LIMIT 1) n),
-       NULL, NULL
+       NULL, NULL, NULL
  WHERE NOT EXISTS (SELECT 1 FROM taken);
 
 -- name: claim_walk_after

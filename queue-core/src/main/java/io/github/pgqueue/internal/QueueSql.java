@@ -274,7 +274,8 @@ public final class QueueSql {
 	/** Parameters of {@code upsert_queue}. */
 	public record UpsertQueue(String name, int maxAttempts, long backoffInitialMs, double backoffMultiplier,
 			long backoffMaxMs, String deadLetterQueue,
-			Long deduplicationWindowMs, Long retentionMs, Integer rateLimitPermits, Integer rateLimitPeriodMs) {
+			Long deduplicationWindowMs, Long retentionMs, Integer rateLimitPermits, Integer rateLimitPeriodMs,
+			String concurrencyKey, Integer maxInFlightPerKey) {
 	}
 
 	/** Parameters of {@code redrive}. */
@@ -325,7 +326,8 @@ public final class QueueSql {
 	/** Parameters of {@code create_queue} and {@code alter_queue}. */
 	public record QueueDefinition(String name, int maxAttempts, long backoffInitialMs, double backoffMultiplier,
 			long backoffMaxMs, String deadLetterQueue,
-			Long deduplicationWindowMs, Long retentionMs, Integer rateLimitPermits, Integer rateLimitPeriodMs) {
+			Long deduplicationWindowMs, Long retentionMs, Integer rateLimitPermits, Integer rateLimitPeriodMs,
+			String concurrencyKey, Integer maxInFlightPerKey) {
 	}
 
 	/** Parameters of {@code set_paused}. */

@@ -9,7 +9,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueContext;
+import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.listener.ContainerProperties;
@@ -48,9 +50,8 @@ final class NoisyNeighbourScenario {
 			for (boolean fair : new boolean[] { true, false }) {
 				String queue = "noisy-" + (fair ? "fair" : "plain");
 				this.context.database().execute("DELETE FROM pgqueue.message WHERE queue = '" + queue + "'");
-				this.context.database().execute("DELETE FROM pgqueue.queue WHERE name = '" + queue + "'");
-				this.context.database().execute("INSERT INTO pgqueue.queue (name, concurrency_key) VALUES ('" + queue
-						+ "', " + (fair ? "'tenant'" : "NULL") + ")");
+				QueueDefinition definition = QueueDefinition.of(queue);
+				new QueueAdmin(template.context()).declare(fair ? definition.withConcurrencyKey("tenant") : definition);
 				SendOptions a = SendOptions.builder().header("tenant", "a").build();
 				for (int sent = 0; sent < BACKLOG; sent += 1000) {
 					List<Long> payloads = new ArrayList<>(1000);

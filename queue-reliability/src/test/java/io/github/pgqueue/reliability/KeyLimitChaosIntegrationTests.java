@@ -1,6 +1,5 @@
 package io.github.pgqueue.reliability;
 
-import java.sql.Timestamp;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -8,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
 
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -52,7 +52,7 @@ class KeyLimitChaosIntegrationTests {
 			.property("pgqueue.queues." + queue + ".mode", "transactional");
 		int kills = pick(2, 6);
 		List<String> killed = new ArrayList<>();
-		List<Timestamp> killedAt = new ArrayList<>();
+		List<String> killedAt = new ArrayList<>();
 		try (ConsumerFleet sessions = new ConsumerFleet(this.database, "keys-session", session);
 				ConsumerFleet transactions = new ConsumerFleet(this.database, "keys-tx", transactional);
 				Producer producer = new Producer(this.database, queue, (key) -> Job.of(key, 10))
@@ -62,6 +62,7 @@ class KeyLimitChaosIntegrationTests {
 			transactions.start(1);
 			sessions.awaitReady(sessions.all().get(0));
 			producer.send(pick(600, 2000));
+			long unkeyed = unkeyed(queue);
 			producer.startSending(RATE);
 			long started = System.nanoTime();
 			for (int i = 0; i < kills; i++) {
@@ -77,22 +78,23 @@ class KeyLimitChaosIntegrationTests {
 			}
 			ChaosDatabase.pause(WINDOW.minusNanos(System.nanoTime() - started));
 			producer.stopSending();
-			long unkeyed = this.database.count(
-					"SELECT count(*) FROM pgqueue.message WHERE queue = ? AND concurrency_key IS NULL", queue);
+			unkeyed += unkeyed(queue);
 			// Drained by the consumers still running, with the killed sessions' slots given back.
 			this.database.queues().awaitDrained(queue, pick(Duration.ofMinutes(2), Duration.ofMinutes(5)));
 			long slotsLeft = awaitNoSlots();
-			Timestamp lastKill = killedAt.get(killedAt.size() - 1);
+			String lastKill = killedAt.get(killedAt.size() - 1);
 			Map<String, Long> overlap = maxRunningPerTenant(queue, killed, killedAt, null);
 			Map<String, Long> overlapAfterKills = maxRunningPerTenant(queue, killed, killedAt, lastKill);
+			long cutByKills = this.database.count("SELECT count(*) FROM chaos.delivery WHERE queue = ? "
+					+ "AND ended_at IS NULL AND consumer = ANY (?::text[])", queue, killed.toArray(new String[0]));
 			long unended = this.database.count("SELECT count(*) FROM chaos.delivery WHERE queue = ? AND ended_at IS NULL "
 					+ "AND consumer <> ALL (?::text[])", queue, killed.toArray(new String[0]));
 			ChaosReport report = new Drain(this.database).drainAndCheck("key-limit", sessions, queue,
 					Drain.expect(producer.sent(), Outcome.ACKED));
 			transactions.stop();
 			System.out.printf("  key limit %d per key, %d tenants, %d kill -9: most handlers of one tenant at once %s, "
-					+ "after the last kill %s; slots left %d, messages without a key %d%n", LIMIT, TENANTS, kills,
-					overlap, overlapAfterKills, slotsLeft, unkeyed);
+					+ "after the last kill %s; handlers ended by a kill %d, slots left %d, messages without a key %d%n",
+					LIMIT, TENANTS, kills, overlap, overlapAfterKills, cutByKills, slotsLeft, unkeyed);
 			report.assertPasses();
 			assertThat(report.faulted()).as("deliveries hit by a kill").isPositive();
 			assertThat(unkeyed).as("messages sent without the tenant's key").isZero();
@@ -122,8 +124,8 @@ class KeyLimitChaosIntegrationTests {
 	 * handlers that started after {@code from} only, unless it is null. Ends sort before starts at
 	 * the same instant.
 	 */
-	private Map<String, Long> maxRunningPerTenant(String queue, List<String> killed, List<Timestamp> killedAt,
-			Timestamp from) {
+	private Map<String, Long> maxRunningPerTenant(String queue, List<String> killed, List<String> killedAt,
+			String from) {
 		Map<String, Long> most = new LinkedHashMap<>();
 		this.database.jdbc().query("""
 				WITH kills AS (
@@ -143,8 +145,14 @@ class KeyLimitChaosIntegrationTests {
 				SELECT tenant, max(n) AS most FROM running GROUP BY tenant ORDER BY tenant""",
 				(rs) -> {
 					most.put(rs.getString("tenant"), rs.getLong("most"));
-				}, killed.toArray(new String[0]), killedAt.toArray(new Timestamp[0]), TENANTS, queue, from);
+				}, killed.toArray(new String[0]), killedAt.toArray(new String[0]), TENANTS, queue, from);
 		return most;
+	}
+
+	/** Messages of {@code queue} that are waiting without a concurrency key. */
+	private long unkeyed(String queue) {
+		return this.database.count("SELECT count(*) FROM pgqueue.message WHERE queue = ? AND concurrency_key IS NULL",
+				queue);
 	}
 
 	/**
@@ -160,14 +168,15 @@ class KeyLimitChaosIntegrationTests {
 			await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(50))
 				.until(() -> this.database.count(slots) == 0);
 		}
-		catch (org.awaitility.core.ConditionTimeoutException ex) {
+		catch (ConditionTimeoutException ex) {
 			// Reported and asserted by the caller.
 		}
 		return this.database.count(slots);
 	}
 
-	private Timestamp now() {
-		return this.database.jdbc().queryForObject("SELECT clock_timestamp()", Timestamp.class);
+	/** The database's clock, as text with its offset (the clock the deliveries are recorded by). */
+	private String now() {
+		return this.database.jdbc().queryForObject("SELECT clock_timestamp()::text", String.class);
 	}
 
 	/** A live consumer of {@code fleet}, stopped (SIGSTOP) while it holds claimed messages. */

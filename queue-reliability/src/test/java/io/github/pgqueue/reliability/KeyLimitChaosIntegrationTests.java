@@ -19,7 +19,7 @@ import static org.awaitility.Awaitility.await;
  * {@code key-limit}: a queue with a concurrency key ({@code tenant}) and at most 2 messages of one
  * key in flight, consumed by two consumer JVMs at once, one in {@code session} mode and one in
  * {@code transactional} mode, two pollers each claiming batches of 5, while jobs of 4 tenants
- * arrive faster than 2 per tenant can handle. Session consumers are frozen while they hold messages
+ * wait in a backlog and keep arriving. Session consumers are frozen while they hold messages
  * and killed with kill -9 (a new JVM takes their place). The handlers record when they start and
  * end; at no moment may more than 2 handlers of one tenant run at once across both JVMs (a handler
  * of a killed JVM counts as running until the kill). The slots of the killed sessions must come

@@ -85,6 +85,7 @@ class KeyLimitChaosIntegrationTests {
 			String lastKill = killedAt.get(killedAt.size() - 1);
 			Map<String, Long> overlap = maxRunningPerTenant(queue, killed, killedAt, null);
 			Map<String, Long> overlapAfterKills = maxRunningPerTenant(queue, killed, killedAt, lastKill);
+			List<String> beyond = beyondTheLimit(queue, killed, killedAt);
 			long cutByKills = this.database.count("SELECT count(*) FROM chaos.delivery WHERE queue = ? "
 					+ "AND ended_at IS NULL AND consumer = ANY (?::text[])", queue, killed.toArray(new String[0]));
 			long unended = this.database.count("SELECT count(*) FROM chaos.delivery WHERE queue = ? AND ended_at IS NULL "
@@ -95,12 +96,14 @@ class KeyLimitChaosIntegrationTests {
 			System.out.printf("  key limit %d per key, %d tenants, %d kill -9: most handlers of one tenant at once %s, "
 					+ "after the last kill %s; handlers ended by a kill %d, slots left %d, messages without a key %d%n",
 					LIMIT, TENANTS, kills, overlap, overlapAfterKills, cutByKills, slotsLeft, unkeyed);
+			beyond.forEach((line) -> System.out.println("  beyond the limit: " + line));
 			report.assertPasses();
 			assertThat(report.faulted()).as("deliveries hit by a kill").isPositive();
 			assertThat(unkeyed).as("messages sent without the tenant's key").isZero();
 			assertThat(unended).as("handlers of live consumers that never ended").isZero();
 			assertThat(overlap).as("most handlers of one tenant at once").hasSize(TENANTS);
-			assertThat(overlap.values()).as("most handlers of one tenant at once, per tenant")
+			assertThat(overlap.values()).as("most handlers of one tenant at once, per tenant; first moments beyond: %s",
+					beyond)
 				.allSatisfy((n) -> assertThat(n).isLessThanOrEqualTo(LIMIT));
 			assertThat(overlapAfterKills.values()).as("most handlers of one tenant at once after the last kill")
 				.hasSize(TENANTS)
@@ -153,6 +156,39 @@ class KeyLimitChaosIntegrationTests {
 	private long unkeyed(String queue) {
 		return this.database.count("SELECT count(*) FROM pgqueue.message WHERE queue = ? AND concurrency_key IS NULL",
 				queue);
+	}
+
+	/**
+	 * The first moments (up to 5) at which more than {@link #LIMIT} handlers of one tenant ran, each
+	 * with those handlers: message, attempt, consumer, thread, start and end (or kill).
+	 */
+	private List<String> beyondTheLimit(String queue, List<String> killed, List<String> killedAt) {
+		return this.database.jdbc().queryForList("""
+				WITH kills AS (
+				    SELECT * FROM unnest(?::text[], ?::timestamptz[]) AS k(consumer, killed_at)),
+				runs AS (
+				    SELECT 't' || (d.key % ?) AS tenant, d.message_id, d.attempt, d.consumer, d.thread, d.ended_at,
+				           d.recorded_at AS started, COALESCE(d.ended_at, k.killed_at) AS ended
+				      FROM chaos.delivery d LEFT JOIN kills k ON k.consumer = d.consumer
+				     WHERE d.queue = ?),
+				events AS (
+				    SELECT tenant, started AS at, 1 AS delta FROM runs WHERE ended IS NOT NULL
+				    UNION ALL
+				    SELECT tenant, ended, -1 FROM runs WHERE ended IS NOT NULL),
+				running AS (
+				    SELECT tenant, at, delta,
+				           sum(delta) OVER (PARTITION BY tenant ORDER BY at, delta ROWS UNBOUNDED PRECEDING) AS n
+				      FROM events),
+				worst AS (
+				    SELECT tenant, at FROM running WHERE n > ? AND delta = 1 ORDER BY at LIMIT 5)
+				SELECT format('%s at %s: %s', w.tenant, w.at,
+				              string_agg(format('message %s attempt %s by %s/%s from %s to %s%s', r.message_id,
+				                                r.attempt, r.consumer, r.thread, r.started::time, r.ended::time,
+				                                CASE WHEN r.ended_at IS NULL THEN ' (killed)' ELSE '' END),
+				                         '; ' ORDER BY r.started))
+				  FROM worst w JOIN runs r ON r.tenant = w.tenant AND r.started <= w.at AND r.ended > w.at
+				 GROUP BY w.tenant, w.at ORDER BY w.at""", String.class, killed.toArray(new String[0]),
+				killedAt.toArray(new String[0]), TENANTS, queue, LIMIT);
 	}
 
 	/**

@@ -160,7 +160,8 @@ class KeyLimitChaosIntegrationTests {
 
 	/**
 	 * The first moments (up to 5) at which more than {@link #LIMIT} handlers of one tenant ran, each
-	 * with those handlers: message, attempt, consumer, thread, start and end (or kill).
+	 * with those handlers: message, attempt, consumer, thread, start and end (or kill), and the faults
+	 * that ended its earlier attempts.
 	 */
 	private List<String> beyondTheLimit(String queue, List<String> killed, List<String> killedAt) {
 		return this.database.jdbc().queryForList("""
@@ -168,7 +169,9 @@ class KeyLimitChaosIntegrationTests {
 				    SELECT * FROM unnest(?::text[], ?::timestamptz[]) AS k(consumer, killed_at)),
 				runs AS (
 				    SELECT 't' || (d.key % ?) AS tenant, d.message_id, d.attempt, d.consumer, d.thread, d.ended_at,
-				           d.recorded_at AS started, COALESCE(d.ended_at, k.killed_at) AS ended
+				           d.recorded_at AS started, COALESCE(d.ended_at, k.killed_at) AS ended,
+				           (SELECT string_agg(f.reason || ' of attempt ' || f.attempt, ', ') FROM chaos.fault f
+				             WHERE f.message_id = d.message_id AND f.attempt < d.attempt) AS faults_before
 				      FROM chaos.delivery d LEFT JOIN kills k ON k.consumer = d.consumer
 				     WHERE d.queue = ?),
 				events AS (
@@ -182,9 +185,11 @@ class KeyLimitChaosIntegrationTests {
 				worst AS (
 				    SELECT tenant, at FROM running WHERE n > ? AND delta = 1 ORDER BY at LIMIT 5)
 				SELECT format('%s at %s: %s', w.tenant, w.at,
-				              string_agg(format('message %s attempt %s by %s/%s from %s to %s%s', r.message_id,
+				              string_agg(format('message %s attempt %s by %s/%s from %s to %s%s%s', r.message_id,
 				                                r.attempt, r.consumer, r.thread, r.started::time, r.ended::time,
-				                                CASE WHEN r.ended_at IS NULL THEN ' (killed)' ELSE '' END),
+				                                CASE WHEN r.ended_at IS NULL THEN ' (killed)' ELSE '' END,
+				                                CASE WHEN r.faults_before IS NOT NULL
+				                                     THEN ' (after ' || r.faults_before || ')' ELSE '' END),
 				                         '; ' ORDER BY r.started))
 				  FROM worst w JOIN runs r ON r.tenant = w.tenant AND r.started <= w.at AND r.ended > w.at
 				 GROUP BY w.tenant, w.at ORDER BY w.at""", String.class, killed.toArray(new String[0]),

@@ -194,7 +194,7 @@ public final class QueueSql {
 	}
 
 	/** Parameters of {@code lock_claimed}. */
-	public record LockClaimed(long id, String queue) {
+	public record LockClaimed(long id, String queue, int namespace) {
 	}
 
 	public final NamedStatement<TransactionalClaim> transactionalClaimWalk;

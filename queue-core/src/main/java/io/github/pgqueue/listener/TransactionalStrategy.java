@@ -76,6 +76,9 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 	/** The savepoint the claim sets: the state before any handler of the batch ran. */
 	private static final String CLAIMED = "pgqueue_claimed";
 
+	/** How long a suspect whose key has no free slot waits before it tries again. */
+	private static final Duration SLOT_WAIT = Duration.ofMillis(10);
+
 	private final Dispatcher dispatcher;
 
 	private final QueueSql sql;
@@ -656,13 +659,28 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 				+ "was rolled back; running it alone (attempt {} of {})", this.dispatcher.listenerId(), id, queue,
 				message.attempt(), message.maxAttempts());
 		Batch batch;
-		try {
-			batch = this.transactions.execute((status) -> runAlone(queue, message, status, timer));
-		}
-		catch (RuntimeException | Error ex) {
-			// Rolled back: the claim stays open with its attempt written; ending the session frees it.
-			closeSession();
-			throw ex;
+		while (true) {
+			try {
+				batch = this.transactions.execute((status) -> runAlone(queue, message, status, timer));
+			}
+			catch (RuntimeException | Error ex) {
+				// Rolled back: the claim stays open with its attempt written; ending the session frees it.
+				closeSession();
+				throw ex;
+			}
+			if (!batch.waitingForSlot) {
+				break;
+			}
+			// Its key has no free slot (max in flight per key): the suspect waits, held by the
+			// session, until a transaction of another consumer ends.
+			try {
+				Thread.sleep(SLOT_WAIT.toMillis());
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				this.session.release(List.of(message.id()), false);
+				return 0;
+			}
 		}
 		this.session.release(List.of(message.id()), false);
 		batch.counted(this.metrics, queue);
@@ -681,7 +699,7 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 		long deadline = System.nanoTime() + this.timeout.toNanos();
 		Batch batch = new Batch();
 		try (PreparedStatement ps = this.lockClaimed.prepare(connection,
-				new QueueSql.LockClaimed(message.id(), queue))) {
+				new QueueSql.LockClaimed(message.id(), queue, this.namespace))) {
 			boolean rows = ps.execute();
 			while (!rows && ps.getUpdateCount() != -1) {
 				rows = ps.getMoreResults(); // past the isolation
@@ -689,6 +707,10 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 			try (ResultSet rs = ps.getResultSet()) {
 				if (!rs.next()) {
 					return batch; // deleted or moved by hand meanwhile
+				}
+				if (!rs.getBoolean("slotted")) {
+					batch.waitingForSlot = true;
+					return batch;
 				}
 			}
 		}
@@ -747,6 +769,9 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 
 		/** Whether the claim went on from a cursor rather than from the head. */
 		boolean fromCursor;
+
+		/** Whether a suspect was not run because its key had no free slot (max in flight per key). */
+		boolean waitingForSlot;
 
 		/** The last row of the claim's window when it walked all of it and came back short; else null. */
 		ClaimCursor windowEnd;

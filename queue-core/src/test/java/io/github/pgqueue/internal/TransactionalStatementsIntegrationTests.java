@@ -426,7 +426,7 @@ class TransactionalStatementsIntegrationTests {
 		assertThat(claim(this.sql.transactionalClaimWalk, transaction, "retry", 10, null, null, this.payloadLimit))
 			.extracting("id", "kind")
 			.containsExactly(tuple(first, "claimed"), tuple(second, "claimed"), tuple(third, "suspect"));
-		rows(transaction, this.sql.lockClaimed, new QueueSql.LockClaimed(third, "retry"));
+		rows(transaction, this.sql.lockClaimed, new QueueSql.LockClaimed(third, "retry", this.namespace));
 		Connection listener = this.connections.listen(this.sql.channel());
 
 		List<Map<String, Object>> rows = rows(transaction, this.sql.transactionalRetry,
@@ -487,16 +487,39 @@ class TransactionalStatementsIntegrationTests {
 		long id = send("lock", 1);
 		Connection transaction = newTransaction();
 
-		assertThat(rows(transaction, this.sql.lockClaimed, new QueueSql.LockClaimed(id, "other")))
+		assertThat(rows(transaction, this.sql.lockClaimed, new QueueSql.LockClaimed(id, "other", this.namespace)))
 			.as("the queue guard").isEmpty();
 		assertThat(rowLocked(id)).isFalse();
 
-		assertThat(rows(transaction, this.sql.lockClaimed, new QueueSql.LockClaimed(id, "lock")))
-			.containsExactly(Map.of("id", id));
+		assertThat(rows(transaction, this.sql.lockClaimed, new QueueSql.LockClaimed(id, "lock", this.namespace)))
+			.containsExactly(Map.of("id", id, "slotted", true));
 		assertThat(rowLocked(id)).as("fenced from consumers that skip locked rows").isTrue();
 		assertThat(lockedIds(pid(transaction), this.namespace)).as("no advisory lock: a session holds that").isEmpty();
 		transaction.commit();
 		assertThat(rowLocked(id)).isFalse();
+	}
+
+	/**
+	 * A suspect of a queue with at most one message of a key in flight takes its key's slot with the
+	 * row lock; while another transaction holds the slot, it is not slotted.
+	 */
+	@Test
+	void lockClaimedTakesASlotOfALimitedKey() throws SQLException {
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key, max_in_flight_per_key) "
+				+ "VALUES ('lock-limited', 'tenant', 1)");
+		long first = send("lock-limited", 1, SendOptions.builder().header("tenant", "a"));
+		long second = send("lock-limited", 2, SendOptions.builder().header("tenant", "a"));
+		Connection holder = newTransaction();
+		assertThat(rows(holder, this.sql.lockClaimed, new QueueSql.LockClaimed(first, "lock-limited", this.namespace)))
+			.containsExactly(Map.of("id", first, "slotted", true));
+		Connection waiter = newTransaction();
+		assertThat(rows(waiter, this.sql.lockClaimed, new QueueSql.LockClaimed(second, "lock-limited", this.namespace)))
+			.as("a's only slot is held").containsExactly(Map.of("id", second, "slotted", false));
+		waiter.rollback();
+		holder.commit();
+		assertThat(rows(waiter, this.sql.lockClaimed, new QueueSql.LockClaimed(second, "lock-limited", this.namespace)))
+			.as("given back at the holder's commit").containsExactly(Map.of("id", second, "slotted", true));
+		waiter.commit();
 	}
 
 	// The common cases of the four claims

@@ -833,5 +833,15 @@ SELECT id, CASE WHEN NOT park THEN pg_notify(:channel, queue) END FROM moved WHE
 
 -- name: lock_claimed
 -- In the transaction that runs a suspect, whose advisory lock another session of the same poller
--- holds: the row lock fences it from consumers that skip locked rows.
-SELECT id FROM pgqueue.message WHERE id = :id AND (queue = :queue) IS TRUE FOR UPDATE;
+-- holds: the row lock fences it from consumers that skip locked rows. A keyed message of a queue
+-- with a max_in_flight_per_key (V25) also takes one of its key's slots for the transaction, as the
+-- fair claims do: slotted is false when none is free (the caller ends the transaction and tries
+-- again later).
+SELECT m.id,
+       CASE WHEN m.concurrency_key IS NULL OR q.max_in_flight_per_key IS NULL THEN true
+            ELSE pgqueue.take_slot(:namespace, :queue, m.concurrency_key, q.max_in_flight_per_key, true) IS NOT NULL
+       END AS slotted
+  FROM pgqueue.message m
+  LEFT JOIN pgqueue.queue q ON q.name = m.queue
+ WHERE m.id = :id AND (m.queue = :queue) IS TRUE
+   FOR UPDATE OF m;

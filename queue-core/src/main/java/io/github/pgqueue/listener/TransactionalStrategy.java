@@ -223,9 +223,20 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 
 	private final java.util.Map<String, String> fairCursors = new java.util.HashMap<>();
 
+	/**
+	 * How {@code queue}'s claims treat its concurrency key, read on a connection of its own: the
+	 * claim's transaction must begin with its isolation level, so nothing may be read in it first.
+	 */
 	private ClaimCursors.Keying readKeying(String queue) {
-		return new org.springframework.jdbc.core.JdbcTemplate(this.dataSource)
-			.query(this.sql.concurrencyKeyOf.with(new QueueSql.Queue(queue)), ClaimCursors.Keying::of);
+		try (Connection connection = this.dataSource.getConnection();
+				PreparedStatement ps = this.sql.concurrencyKeyOf.prepare(connection, new QueueSql.Queue(queue));
+				ResultSet rs = ps.executeQuery()) {
+			return ClaimCursors.Keying.of(rs);
+		}
+		catch (SQLException ex) {
+			throw new QueueException("Could not read the concurrency key of queue '" + queue + "': " + ex.getMessage(),
+					ex);
+		}
 	}
 
 	/** The completing statements of a transaction, each after {@code before} in its round trip. */
@@ -249,6 +260,7 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 			return new Polled(0, false, permit.waitFor());
 		}
 		Timer timer = this.metrics.timer(queue);
+		this.keyed.computeIfAbsent(queue, this::readKeying); // before the transaction, which begins with its isolation
 		Batch batch = this.transactions.execute((status) -> runBatch(queue, permit.max(), status, timer));
 		// Suspects count as used whether this poller may run them or not: the upper bound holds.
 		this.limiter.used(queue, permit, batch.claimed + batch.suspects.size(), this.tokens);
@@ -670,6 +682,10 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 			}
 			if (!batch.waitingForSlot) {
 				break;
+			}
+			if (!this.running.getAsBoolean()) {
+				this.session.release(List.of(message.id()), false);
+				return 0;
 			}
 			// Its key has no free slot (max in flight per key): the suspect waits, held by the
 			// session, until a transaction of another consumer ends.

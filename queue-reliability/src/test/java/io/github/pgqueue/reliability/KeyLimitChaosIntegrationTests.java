@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicReference;
 
 import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.BeforeEach;
@@ -67,7 +66,7 @@ class KeyLimitChaosIntegrationTests {
 			long started = System.nanoTime();
 			for (int i = 0; i < kills; i++) {
 				ChaosDatabase.pause(WINDOW.dividedBy(kills + 1));
-				ConsumerProcess victim = freezeOneHoldingMessages(sessions);
+				ConsumerProcess victim = sessions.freezeOneHoldingMessages();
 				this.database.faultSessions(victim.name(), "kill-9", false);
 				// Frozen until the kill: its handlers count as running until now, and its slots are
 				// held until after now (until its sessions end), so no other handler took them before.
@@ -219,25 +218,4 @@ class KeyLimitChaosIntegrationTests {
 	private String now() {
 		return this.database.jdbc().queryForObject("SELECT clock_timestamp()::text", String.class);
 	}
-
-	/** A live consumer of {@code fleet}, stopped (SIGSTOP) while it holds claimed messages. */
-	private ConsumerProcess freezeOneHoldingMessages(ConsumerFleet fleet) {
-		AtomicReference<ConsumerProcess> frozen = new AtomicReference<>();
-		await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(10)).until(() -> {
-			ConsumerProcess candidate = fleet.anyReady();
-			if (this.database.claimsOf(candidate.name()) == 0) {
-				return false;
-			}
-			candidate.pause();
-			this.database.awaitIdle(candidate.name());
-			if (this.database.claimsOf(candidate.name()) == 0) {
-				candidate.resume();
-				return false;
-			}
-			frozen.set(candidate);
-			return true;
-		});
-		return frozen.get();
-	}
-
 }

@@ -91,7 +91,8 @@
         var link = el('a', { text: s.queue, 'data-queue': s.queue, onclick: function () { openQueue(s.queue); } });
         body.appendChild(el('tr', { 'data-queue': s.queue }, el('td', {}, link), td(s.ready, 'num'),
           td(s.scheduled, 'num'), td(s.inFlight, 'num'), td(s.deadLettered, 'num'), td(age(s.oldestReadyAgeSeconds), 'num'),
-          td(s.rateLimit ? s.rateLimit + ' (' + s.waitingForRateLimit + ' waiting)' : '', 'num')));
+          td(s.rateLimit ? s.rateLimit + ' (' + s.waitingForRateLimit + ' waiting)' : '', 'num'),
+          td(s.concurrencyKey ? s.concurrencyKey + (s.maxInFlightPerKey != null ? ' (' + s.maxInFlightPerKey + ' per key)' : '') : '')));
         if (!known.has(s.queue) && !/\.dlq$/.test(s.queue)) { origin.appendChild(el('option', { value: s.queue, text: s.queue })); }
       });
       drawChart(data.minutes);
@@ -151,6 +152,8 @@
         ['deduplication window', p.deduplicationWindowMs == null ? 'none' : p.deduplicationWindowMs + ' ms'],
         ['retention', p.retentionMs == null ? 'none' : p.retentionMs + ' ms'],
         ['rate limit', p.rateLimit || 'none'],
+        ['concurrency key', p.concurrencyKey || 'none'],
+        ['max in flight per key', p.maxInFlightPerKey == null ? 'no limit' : p.maxInFlightPerKey],
         ['declared', time(p.updatedAt)]]
         : [['policy', 'not declared (defaults apply)']];
       rows.push(['messages', data.total]);

@@ -203,7 +203,8 @@ public final class QueueAdmin {
 				new QueueDefinition(rs.getString("name"), rs.getInt("max_attempts"),
 						Duration.ofMillis(rs.getLong("backoff_initial_ms")), rs.getDouble("backoff_multiplier"),
 						Duration.ofMillis(rs.getLong("backoff_max_ms")), rs.getString("dead_letter_queue"),
-						duration(rs, "deduplication_window_ms"), duration(rs, "retention_ms"), rateLimit(rs)),
+						duration(rs, "deduplication_window_ms"), duration(rs, "retention_ms"), rateLimit(rs),
+						concurrencyKey(rs)),
 				rs.getBoolean("paused"), null));
 		// stats after the rows are read: each is a statement of its own on the template
 		return queues.stream().map((info) -> info.withStats(this.template.stats(info.definition().name()))).toList();
@@ -223,6 +224,12 @@ public final class QueueAdmin {
 	private static RateLimit rateLimit(ResultSet rs) throws java.sql.SQLException {
 		int permits = rs.getInt("rate_limit_permits");
 		return rs.wasNull() ? null : new RateLimit(permits, Duration.ofMillis(rs.getInt("rate_limit_period_ms")));
+	}
+
+	private static QueueDefinition.ConcurrencyKey concurrencyKey(ResultSet rs) throws java.sql.SQLException {
+		String header = rs.getString("concurrency_key");
+		return (header != null)
+				? new QueueDefinition.ConcurrencyKey(header, (Integer) rs.getObject("max_in_flight_per_key")) : null;
 	}
 
 	/** What a role may do with a queue. */
@@ -303,11 +310,13 @@ public final class QueueAdmin {
 	public void declare(QueueDefinition definition) {
 		checkNoDeadLetterCycle(definition);
 		RateLimit limit = definition.rateLimit();
+		QueueDefinition.ConcurrencyKey key = definition.concurrencyKey();
 		this.jdbc.update(this.sql.upsertQueue.with(new QueueSql.UpsertQueue(definition.name(), definition.maxAttempts(),
 				definition.backoffInitial().toMillis(), definition.backoffMultiplier(),
 				definition.backoffMax().toMillis(), definition.deadLetterQueue(),
 				millis(definition.deduplicationWindow()), millis(definition.retention()),
-				(limit != null) ? limit.permits() : null, (limit != null) ? (int) limit.period().toMillis() : null)));
+				(limit != null) ? limit.permits() : null, (limit != null) ? (int) limit.period().toMillis() : null,
+				(key != null) ? key.header() : null, (key != null) ? key.maxInFlight() : null)));
 		if (definition.retention() != null) {
 			upkeepArchive();
 		}
@@ -526,10 +535,12 @@ public final class QueueAdmin {
 
 	private static QueueSql.QueueDefinition definition(QueueDefinition definition) {
 		RateLimit limit = definition.rateLimit();
+		QueueDefinition.ConcurrencyKey key = definition.concurrencyKey();
 		return new QueueSql.QueueDefinition(definition.name(), definition.maxAttempts(),
 				definition.backoffInitial().toMillis(), definition.backoffMultiplier(), definition.backoffMax().toMillis(),
 				definition.deadLetterQueue(), millis(definition.deduplicationWindow()), millis(definition.retention()),
-				(limit != null) ? limit.permits() : null, (limit != null) ? (int) limit.period().toMillis() : null);
+				(limit != null) ? limit.permits() : null, (limit != null) ? (int) limit.period().toMillis() : null,
+				(key != null) ? key.header() : null, (key != null) ? key.maxInFlight() : null);
 	}
 
 	private static Long millis(Duration duration) {

@@ -48,6 +48,28 @@ class QueueAdminIntegrationTests {
 	}
 
 	@Test
+	void aConcurrencyKeyAndItsLimitAreDeclaredListedAndAlteredAway() {
+		this.admin.declare(QueueDefinition.of("tenants").withConcurrencyKey("tenant", 2));
+		assertThat(definition("tenants").concurrencyKey())
+			.isEqualTo(new QueueDefinition.ConcurrencyKey("tenant", 2));
+		long sent = this.template.send("tenants", 1, SendOptions.builder().header("tenant", "acme").build());
+		assertThat(io.github.pgqueue.testing.Db.jdbc().queryForObject(
+				"SELECT concurrency_key FROM pgqueue.message WHERE id = ?", String.class, sent))
+			.as("a send copies the header the definition names").isEqualTo("acme");
+		this.admin.declare(QueueDefinition.of("tenants").withConcurrencyKey("region"));
+		assertThat(definition("tenants").concurrencyKey()).as("declared again: a key without a limit")
+			.isEqualTo(new QueueDefinition.ConcurrencyKey("region", null));
+		this.admin.alter(QueueDefinition.of("tenants").withConcurrencyKey("tenant", 5));
+		assertThat(definition("tenants").concurrencyKey()).isEqualTo(new QueueDefinition.ConcurrencyKey("tenant", 5));
+
+		this.admin.alter(definition("tenants").withoutConcurrencyKey().withMaxAttempts(3));
+		assertThat(definition("tenants")).isEqualTo(QueueDefinition.of("tenants").withMaxAttempts(3));
+
+		this.admin.create(QueueDefinition.of("regions").withConcurrencyKey("region", 1));
+		assertThat(definition("regions").concurrencyKey()).isEqualTo(new QueueDefinition.ConcurrencyKey("region", 1));
+	}
+
+	@Test
 	void aPausedQueueIsConsumedByNoListenerAndNoReceiveUntilResumed() throws Exception {
 		this.admin.create(QueueDefinition.of("mail"));
 		AtomicInteger handled = new AtomicInteger();
@@ -141,6 +163,11 @@ class QueueAdminIntegrationTests {
 				List.of(new ExchangeDefinition.Binding("bound", ""))));
 		assertThatIllegalStateException().isThrownBy(() -> this.admin.drop("bound", true))
 			.withMessageContaining("bound to exchange(s) [events]");
+	}
+
+	private QueueDefinition definition(String queue) {
+		return this.admin.list().stream().map(QueueAdmin.QueueInfo::definition)
+			.filter((definition) -> definition.name().equals(queue)).findFirst().orElseThrow();
 	}
 
 }

@@ -28,6 +28,17 @@ public final class ClaimCursors {
 	private final Set<String> scarce = new HashSet<>();
 
 	/**
+	 * How often a poller claims a queue whose definition names a concurrency key with a fair claim
+	 * at most (unless the queue limits the messages in flight per key: then every claim is a fair
+	 * one); its other claims of the queue walk it as any queue's claims do. A fair claim costs more
+	 * than a walk, so it is made only often enough that a key behind another key's backlog waits
+	 * about this long per poller at most.
+	 */
+	static final long FAIR_CLAIM_INTERVAL_NANOS = 10_000_000L;
+
+	private final Map<String, Long> fairClaimedAt = new HashMap<>();
+
+	/**
 	 * How the next claim of {@code queue} starts: after a cursor (taken, so each is used once) unless
 	 * it is due for the head, and whether it scans for heads.
 	 */
@@ -39,6 +50,24 @@ public final class ClaimCursors {
 	/** How a claim of {@code queue} from the head starts, whatever its cursor: scanning for heads or not. */
 	public Next fromHead(String queue) {
 		return new Next(null, this.scarce.contains(queue));
+	}
+
+	/**
+	 * Whether the next claim of {@code queue} is a fair one: never for a queue without a
+	 * concurrency key, always for one with a per-key limit (only fair claims take the keys' slots),
+	 * and otherwise at most once per {@link #FAIR_CLAIM_INTERVAL_NANOS}, counted from when it said so.
+	 */
+	public boolean fairClaimDue(String queue, Keying keying) {
+		if (keying != Keying.KEYED) {
+			return keying == Keying.LIMITED;
+		}
+		long now = System.nanoTime();
+		Long last = this.fairClaimedAt.get(queue);
+		if (last != null && now - last < FAIR_CLAIM_INTERVAL_NANOS) {
+			return false;
+		}
+		this.fairClaimedAt.put(queue, now);
+		return true;
 	}
 
 	/**
@@ -71,6 +100,29 @@ public final class ClaimCursors {
 			this.scarce.add(queue);
 		}
 		this.cursors.put(queue, windowEnd.since(System.nanoTime()));
+	}
+
+	/** How a queue's claims treat its concurrency key (V25), as a poller reads it at its first claim. */
+	public enum Keying {
+
+		/** No concurrency key: claims walk the queue. */
+		NONE,
+
+		/** A concurrency key: a fair claim now and then. */
+		KEYED,
+
+		/** A concurrency key and a limit of messages in flight per key: fair claims only. */
+		LIMITED;
+
+		/** Reads the row of {@code concurrency_key_of}, if any. */
+		public static Keying of(java.sql.ResultSet rs) throws java.sql.SQLException {
+			if (!rs.next() || rs.getString("concurrency_key") == null) {
+				return NONE;
+			}
+			rs.getInt("max_in_flight_per_key");
+			return rs.wasNull() ? KEYED : LIMITED;
+		}
+
 	}
 
 	/**

@@ -70,6 +70,14 @@ public final class ConsumerSession implements AutoCloseable {
 	private final ClaimCursors cursors = new ClaimCursors();
 
 	/**
+	 * Per queue claimed by this session, whether its definition names a concurrency key (read at
+	 * its first claim), and of those the last key a fair claim served ("" before the first).
+	 */
+	private final java.util.Map<String, ClaimCursors.Keying> keyed = new java.util.HashMap<>();
+
+	private final java.util.Map<String, String> fairCursors = new java.util.HashMap<>();
+
+	/**
 	 * How many statements one claim makes at most while each locks only rows that other consumers
 	 * were completing. In a busy queue the head is where the others' batches are being acked; a
 	 * claim there could lock only those, and taking that as "nothing to do" sent pollers to sleep
@@ -201,6 +209,9 @@ public final class ConsumerSession implements AutoCloseable {
 		Claim claim = null;
 		// A claim whose rows the re-check all found gone (completed by other consumers after its
 		// snapshot was taken) met a busy queue, not an empty one: it is made again, going on past them.
+		if (this.cursors.fairClaimDue(queue, this.keyed.computeIfAbsent(queue, this::readKeying))) {
+			return claimFair(queue, max, mayTakeOpen, filter);
+		}
 		for (int i = 0; i < RACED_CLAIM_ATTEMPTS && (claim == null || claim.racedOnly()); i++) {
 			ClaimCursors.Next next = this.cursors.next(queue);
 			claim = (next.after() != null) ? claim(queue, max, mayTakeOpen, filter, next) : null;
@@ -210,6 +221,71 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 		return claim;
 	}
+
+	/** How {@code queue}'s claims treat its concurrency key, if it has one: some or all are fair ones. */
+	private ClaimCursors.Keying readKeying(String queue) {
+		try (PreparedStatement ps = this.sql.concurrencyKeyOf.prepare(this.connection, new QueueSql.Queue(queue));
+				ResultSet rs = ps.executeQuery()) {
+			return ClaimCursors.Keying.of(rs);
+		}
+		catch (SQLException ex) {
+			throw claimFailure(queue, ex);
+		}
+	}
+
+	/**
+	 * A {@code claim_fair} of {@code queue}, after the key its last one served, from where the
+	 * cursors say; keeps the cursor of a full claim as {@link #claim} does.
+	 */
+	private Claim claimFair(String queue, int max, boolean mayTakeOpen, HeaderFilter filter) {
+		ClaimCursors.Next next = this.cursors.next(queue);
+		ClaimCursor cursor = next.after();
+		QueueSql.SessionFairClaim parameters = new QueueSql.SessionFairClaim(queue, mayTakeOpen,
+				(filter != null) ? filter.documents() : null, this.namespace, this.sessionKey, this.maxPayloadBytes,
+				this.fairCursors.getOrDefault(queue, ""), (cursor != null) ? cursor.priority() : null,
+				(cursor != null) ? cursor.visibleAtMicros() : null, (cursor != null) ? cursor.id() : null);
+		try (PreparedStatement ps = this.sql.claimFair.variant(max, filter != null).prepare(this.connection, parameters)) {
+			this.nextKey = null;
+			this.walkFull = false;
+			this.readingFair = true;
+			try {
+				Claim claim = readClaim(queue, ps, true);
+				this.fairCursors.put(queue, (this.nextKey != null) ? this.nextKey : "");
+				releaseSlotsOnceDone(); // slots of rows it locked but did not hand out
+				if (this.walkFull || claim.messages().size() + claim.deadLettered() + claim.raced() == max) {
+					// Filled by keys' heads alone, it walked nothing: the cursor stays where it was.
+					this.cursors.full(queue, next, (claim.last() != null) ? claim.last() : cursor);
+				}
+				else {
+					this.cursors.cameBackShort(queue);
+				}
+				return claim;
+			}
+			finally {
+				this.readingFair = false;
+			}
+		}
+		catch (SQLException ex) {
+			throw claimFailure(queue, ex);
+		}
+	}
+
+
+	/**
+	 * The lock keys of the per-key slots (see {@code claim_fair}) the last claim took: released once
+	 * the session holds no message any more.
+	 */
+	private final List<Long> slots = new ArrayList<>();
+
+	/**
+	 * The next_key and walk_full of the fair claim read last (see {@code claim_fair}), and whether
+	 * {@link #readClaim} reads them.
+	 */
+	private String nextKey;
+
+	private boolean walkFull;
+
+	private boolean readingFair;
 
 	/** Claims from where {@code next} says; keeps the cursor of a full claim. */
 	private Claim claim(String queue, int max, boolean mayTakeOpen, HeaderFilter filter, ClaimCursors.Next next) {
@@ -322,6 +398,18 @@ public final class ConsumerSession implements AutoCloseable {
 		try (ResultSet rs = ps.executeQuery()) {
 			while (rs.next()) {
 				String kind = rs.getString("kind");
+				if (this.readingFair && !kind.equals("next_due") && this.nextKey == null) {
+					this.nextKey = rs.getString("next_key");
+					this.walkFull = rs.getBoolean("walk_full");
+					String slotLocks = rs.getString("slot_locks");
+					if (slotLocks != null) {
+						for (String lockKey : slotLocks.split(",")) {
+							if (!lockKey.isEmpty()) {
+								this.slots.add(Long.parseLong(lockKey));
+							}
+						}
+					}
+				}
 				if (kind.equals("next_due")) {
 					long ms = rs.getLong("next_due_ms");
 					nextVisible = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, ms));
@@ -499,6 +587,7 @@ public final class ConsumerSession implements AutoCloseable {
 					this.keeping.remove(id);
 				}
 			}
+			releaseSlotsOnceDone();
 		}
 		catch (SQLException ex) {
 			throw completionFailure(failure("release " + ids, ex));
@@ -519,6 +608,7 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 		this.held.removeAll(done);
 		this.keeping.removeAll(done);
+		releaseSlotsOnceDone();
 		if (done.size() == ids.size()) {
 			return;
 		}
@@ -532,6 +622,18 @@ public final class ConsumerSession implements AutoCloseable {
 		logger.warn("Messages {} were deleted or moved to another queue by someone else while this consumer held "
 				+ "them; releasing them", vanished);
 		release(vanished, false);
+	}
+
+	/** Releases the per-key slots the last claim took once this session holds no message any more. */
+	private void releaseSlotsOnceDone() throws SQLException {
+		if (!this.held.isEmpty() || this.slots.isEmpty()) {
+			return;
+		}
+		try (PreparedStatement ps = this.sql.releaseSlots.prepare(this.connection,
+				new QueueSql.SlotLocks(this.slots.toArray(new Long[0])));
+				ResultSet rs = ps.executeQuery()) {
+			this.slots.clear();
+		}
 	}
 
 	private int currentBackendPid() throws SQLException {

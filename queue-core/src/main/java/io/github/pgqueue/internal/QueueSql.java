@@ -85,6 +85,18 @@ public final class QueueSql {
 			int payloadLimit, Integer afterPriority, Long afterVisibleAtUs, Long afterId) {
 	}
 
+	/**
+	 * Parameters of {@code claim_fair}: a session claim that goes on after the key {@code afterKey}
+	 * ("" for the first), and from the head or, with the last three, from a cursor.
+	 */
+	public record SessionFairClaim(String queue, boolean mayTakeSuspects, String[] filter, int namespace, long session,
+			int payloadLimit, String afterKey, Integer afterPriority, Long afterVisibleAtUs, Long afterId) {
+	}
+
+	/** Parameters of {@code release_slots}: the lock keys of the per-key slots a fair claim took. */
+	public record SlotLocks(Long[] lockKeys) {
+	}
+
 	/** Parameters of {@code claim_by_id} and {@code claim_suspect}. */
 	public record ClaimOne(long id, String queue, int namespace, long session, int payloadLimit) {
 	}
@@ -130,6 +142,13 @@ public final class QueueSql {
 
 	public final NamedStatement<SessionClaim> claimWalkAfter;
 
+	/** Takes a batch size and filter: {@link NamedStatement#variant}. */
+	public final NamedStatement<SessionFairClaim> claimFair;
+
+	public final NamedStatement<Queue> concurrencyKeyOf;
+
+	public final NamedStatement<SlotLocks> releaseSlots;
+
 	public final NamedStatement<SessionClaim> claimScanningHeads;
 
 	public final NamedStatement<ClaimOne> claimById;
@@ -155,6 +174,11 @@ public final class QueueSql {
 			Integer afterPriority, Long afterVisibleAtUs, Long afterId) {
 	}
 
+	/** Parameters of the transactional {@code claim_fair}: it goes on after the key {@code afterKey} ("" for the first). */
+	public record TransactionalFairClaim(String queue, String[] filter, int namespace, int payloadLimit,
+			String afterKey, Integer afterPriority, Long afterVisibleAtUs, Long afterId) {
+	}
+
 	/** Parameters of a transaction's {@code ack}. */
 	public record TransactionalAck(Long[] ids, String queue) {
 	}
@@ -170,10 +194,13 @@ public final class QueueSql {
 	}
 
 	/** Parameters of {@code lock_claimed}. */
-	public record LockClaimed(long id, String queue) {
+	public record LockClaimed(long id, String queue, int namespace) {
 	}
 
 	public final NamedStatement<TransactionalClaim> transactionalClaimWalk;
+
+	/** Takes a batch size and filter: {@link NamedStatement#variant}. */
+	public final NamedStatement<TransactionalFairClaim> transactionalClaimFair;
 
 	public final NamedStatement<TransactionalClaim> transactionalClaimWalkAfter;
 
@@ -247,7 +274,8 @@ public final class QueueSql {
 	/** Parameters of {@code upsert_queue}. */
 	public record UpsertQueue(String name, int maxAttempts, long backoffInitialMs, double backoffMultiplier,
 			long backoffMaxMs, String deadLetterQueue,
-			Long deduplicationWindowMs, Long retentionMs, Integer rateLimitPermits, Integer rateLimitPeriodMs) {
+			Long deduplicationWindowMs, Long retentionMs, Integer rateLimitPermits, Integer rateLimitPeriodMs,
+			String concurrencyKey, Integer maxInFlightPerKey) {
 	}
 
 	/** Parameters of {@code redrive}. */
@@ -298,7 +326,8 @@ public final class QueueSql {
 	/** Parameters of {@code create_queue} and {@code alter_queue}. */
 	public record QueueDefinition(String name, int maxAttempts, long backoffInitialMs, double backoffMultiplier,
 			long backoffMaxMs, String deadLetterQueue,
-			Long deduplicationWindowMs, Long retentionMs, Integer rateLimitPermits, Integer rateLimitPeriodMs) {
+			Long deduplicationWindowMs, Long retentionMs, Integer rateLimitPermits, Integer rateLimitPeriodMs,
+			String concurrencyKey, Integer maxInFlightPerKey) {
 	}
 
 	/** Parameters of {@code set_paused}. */
@@ -478,6 +507,9 @@ public final class QueueSql {
 		this.unlockAll = NamedStatement.load(s, "session", "unlock_all", None.class);
 		this.claimWalk = NamedStatement.load(s, "session", "claim_walk", SessionClaim.class);
 		this.claimWalkAfter = NamedStatement.load(s, "session", "claim_walk_after", SessionClaim.class);
+		this.claimFair = NamedStatement.load(s, "session", "claim_fair", SessionFairClaim.class);
+		this.concurrencyKeyOf = NamedStatement.load(s, "session", "concurrency_key_of", Queue.class);
+		this.releaseSlots = NamedStatement.load(s, "session", "release_slots", SlotLocks.class);
 		this.claimScanningHeads = NamedStatement.load(s, "session", "claim_scanning_heads", SessionClaim.class);
 		this.claimById = NamedStatement.load(s, "session", "claim_by_id", ClaimOne.class);
 		this.claimSuspect = NamedStatement.load(s, "session", "claim_suspect", ClaimOne.class);
@@ -488,6 +520,8 @@ public final class QueueSql {
 		this.release = NamedStatement.load(s, "session", "release", Release.class);
 		this.queuesWithVisibleMessages = NamedStatement.load(s, "session", "queues_with_visible_messages", Queues.class);
 		this.transactionalClaimWalk = NamedStatement.load(s, "transactional", "claim_walk", TransactionalClaim.class);
+		this.transactionalClaimFair = NamedStatement.load(s, "transactional", "claim_fair",
+				TransactionalFairClaim.class);
 		this.transactionalClaimWalkAfter = NamedStatement.load(s, "transactional", "claim_walk_after",
 				TransactionalClaim.class);
 		this.transactionalClaimScanningHeads = NamedStatement.load(s, "transactional", "claim_scanning_heads",

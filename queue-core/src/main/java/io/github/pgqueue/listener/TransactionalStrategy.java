@@ -76,6 +76,9 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 	/** The savepoint the claim sets: the state before any handler of the batch ran. */
 	private static final String CLAIMED = "pgqueue_claimed";
 
+	/** How long a suspect whose key has no free slot waits before it tries again. */
+	private static final Duration SLOT_WAIT = Duration.ofMillis(10);
+
 	private final Dispatcher dispatcher;
 
 	private final QueueSql sql;
@@ -186,7 +189,7 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 	 * A claim's round trip: READ COMMITTED for the transaction (it is its first statement), the
 	 * claim and the savepoint before the handlers.
 	 */
-	private NamedStatement<TransactionalClaim> claimThenSavepoint(NamedStatement<TransactionalClaim> claim, int max) {
+	private <P extends Record> NamedStatement<P> claimThenSavepoint(NamedStatement<P> claim, int max) {
 		return QueueSql.withIndexPlans(QueueSql.READ_COMMITTED_TRANSACTION,
 				claim.variant(max, this.filter != null), "SAVEPOINT " + CLAIMED);
 	}
@@ -196,7 +199,8 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 		return new Claims(claimThenSavepoint(this.sql.transactionalClaimWalk, max),
 				claimThenSavepoint(this.sql.transactionalClaimWalkAfter, max),
 				claimThenSavepoint(this.sql.transactionalClaimScanningHeads, max),
-				claimThenSavepoint(this.sql.transactionalClaimScanningHeadsAfter, max));
+				claimThenSavepoint(this.sql.transactionalClaimScanningHeadsAfter, max),
+				claimThenSavepoint(this.sql.transactionalClaimFair, max));
 	}
 
 	/**
@@ -204,9 +208,35 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 	 * @param walk from the head
 	 * @param walkAfter going on from a cursor
 	 * @param scanning, scanningAfter the two above, finding FIFO groups' heads through the group index
+	 * @param fair the claim of a queue whose definition names a concurrency key
 	 */
 	private record Claims(NamedStatement<TransactionalClaim> walk, NamedStatement<TransactionalClaim> walkAfter,
-			NamedStatement<TransactionalClaim> scanning, NamedStatement<TransactionalClaim> scanningAfter) {
+			NamedStatement<TransactionalClaim> scanning, NamedStatement<TransactionalClaim> scanningAfter,
+			NamedStatement<QueueSql.TransactionalFairClaim> fair) {
+	}
+
+	/**
+	 * Per queue, whether its definition names a concurrency key (read at its first claim, on a
+	 * connection of its own), and of those the last key a fair claim served ("" before the first).
+	 */
+	private final java.util.Map<String, ClaimCursors.Keying> keyed = new java.util.HashMap<>();
+
+	private final java.util.Map<String, String> fairCursors = new java.util.HashMap<>();
+
+	/**
+	 * How {@code queue}'s claims treat its concurrency key, read on a connection of its own: the
+	 * claim's transaction must begin with its isolation level, so nothing may be read in it first.
+	 */
+	private ClaimCursors.Keying readKeying(String queue) {
+		try (Connection connection = this.dataSource.getConnection();
+				PreparedStatement ps = this.sql.concurrencyKeyOf.prepare(connection, new QueueSql.Queue(queue));
+				ResultSet rs = ps.executeQuery()) {
+			return ClaimCursors.Keying.of(rs);
+		}
+		catch (SQLException ex) {
+			throw new QueueException("Could not read the concurrency key of queue '" + queue + "': " + ex.getMessage(),
+					ex);
+		}
 	}
 
 	/** The completing statements of a transaction, each after {@code before} in its round trip. */
@@ -230,6 +260,7 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 			return new Polled(0, false, permit.waitFor());
 		}
 		Timer timer = this.metrics.timer(queue);
+		this.keyed.computeIfAbsent(queue, this::readKeying); // before the transaction, which begins with its isolation
 		Batch batch = this.transactions.execute((status) -> runBatch(queue, permit.max(), status, timer));
 		// Suspects count as used whether this poller may run them or not: the upper bound holds.
 		this.limiter.used(queue, permit, batch.claimed + batch.suspects.size(), this.tokens);
@@ -485,6 +516,9 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 		ClaimCursor cursor = next.after();
 		batch.fromCursor = cursor != null;
 		ClaimCursor last = null;
+		boolean fair = this.cursors.fairClaimDue(queue, this.keyed.computeIfAbsent(queue, this::readKeying));
+		String nextKey = null;
+		boolean walkFull = false;
 		NamedStatement<TransactionalClaim> statement = next.scanHeads()
 				? ((cursor != null) ? claims.scanningAfter() : claims.scanning())
 				: ((cursor != null) ? claims.walkAfter() : claims.walk());
@@ -492,17 +526,28 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 				(this.filter != null) ? this.filter.documents() : null, this.namespace, this.maxPayloadBytes,
 				(cursor != null) ? cursor.priority() : null, (cursor != null) ? cursor.visibleAtMicros() : null,
 				(cursor != null) ? cursor.id() : null);
-		try (PreparedStatement ps = statement.prepare(connection, parameters)) {
+		try (PreparedStatement ps = fair
+				? claims.fair().prepare(connection, new QueueSql.TransactionalFairClaim(queue,
+						(this.filter != null) ? this.filter.documents() : null, this.namespace, this.maxPayloadBytes,
+						this.fairCursors.getOrDefault(queue, ""), parameters.afterPriority(),
+						parameters.afterVisibleAtUs(), parameters.afterId()))
+				: statement.prepare(connection, parameters)) {
 			boolean rows = ps.execute();
 			while (!rows && ps.getUpdateCount() != -1) {
 				rows = ps.getMoreResults(); // past the settings before the claim
 			}
 			try (ResultSet rs = ps.getResultSet()) {
 				while (rs.next()) {
+					if (fair && !rs.getString("kind").equals("next_due") && nextKey == null) {
+						nextKey = rs.getString("next_key");
+						walkFull = rs.getBoolean("walk_full");
+					}
 					switch (rs.getString("kind")) {
 						case "claimed" -> {
 							batch.messages.add(ConsumerSession.read(queue, rs));
-							last = ClaimCursor.of(rs);
+							if (!fair || !rs.getBoolean("head")) {
+								last = ClaimCursor.of(rs); // a fair claim's cursor goes on after its walk
+							}
 						}
 						case "suspect" -> batch.suspects.add(rs.getLong("id"));
 						case "window_end" -> {
@@ -525,8 +570,12 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 					+ ex.getMessage(), ex);
 		}
 		batch.claimed = batch.messages.size();
-		if (batch.claimed == max) {
-			this.cursors.full(queue, next, last);
+		if (fair) {
+			this.fairCursors.put(queue, (nextKey != null) ? nextKey : "");
+		}
+		if (batch.claimed == max || walkFull) {
+			// Filled by keys' heads alone, a fair claim walked nothing: the cursor stays where it was.
+			this.cursors.full(queue, next, (last != null) ? last : cursor);
 		}
 		else if (batch.windowEnd != null) {
 			this.cursors.windowEnded(queue, batch.windowEnd, batch.groupsScanned);
@@ -622,13 +671,32 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 				+ "was rolled back; running it alone (attempt {} of {})", this.dispatcher.listenerId(), id, queue,
 				message.attempt(), message.maxAttempts());
 		Batch batch;
-		try {
-			batch = this.transactions.execute((status) -> runAlone(queue, message, status, timer));
-		}
-		catch (RuntimeException | Error ex) {
-			// Rolled back: the claim stays open with its attempt written; ending the session frees it.
-			closeSession();
-			throw ex;
+		while (true) {
+			try {
+				batch = this.transactions.execute((status) -> runAlone(queue, message, status, timer));
+			}
+			catch (RuntimeException | Error ex) {
+				// Rolled back: the claim stays open with its attempt written; ending the session frees it.
+				closeSession();
+				throw ex;
+			}
+			if (!batch.waitingForSlot) {
+				break;
+			}
+			if (!this.running.getAsBoolean()) {
+				this.session.release(List.of(message.id()), false);
+				return 0;
+			}
+			// Its key has no free slot (max in flight per key): the suspect waits, held by the
+			// session, until a transaction of another consumer ends.
+			try {
+				Thread.sleep(SLOT_WAIT.toMillis());
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				this.session.release(List.of(message.id()), false);
+				return 0;
+			}
 		}
 		this.session.release(List.of(message.id()), false);
 		batch.counted(this.metrics, queue);
@@ -647,7 +715,7 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 		long deadline = System.nanoTime() + this.timeout.toNanos();
 		Batch batch = new Batch();
 		try (PreparedStatement ps = this.lockClaimed.prepare(connection,
-				new QueueSql.LockClaimed(message.id(), queue))) {
+				new QueueSql.LockClaimed(message.id(), queue, this.namespace))) {
 			boolean rows = ps.execute();
 			while (!rows && ps.getUpdateCount() != -1) {
 				rows = ps.getMoreResults(); // past the isolation
@@ -655,6 +723,10 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 			try (ResultSet rs = ps.getResultSet()) {
 				if (!rs.next()) {
 					return batch; // deleted or moved by hand meanwhile
+				}
+				if (!rs.getBoolean("slotted")) {
+					batch.waitingForSlot = true;
+					return batch;
 				}
 			}
 		}
@@ -713,6 +785,9 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 
 		/** Whether the claim went on from a cursor rather than from the head. */
 		boolean fromCursor;
+
+		/** Whether a suspect was not run because its key had no free slot (max in flight per key). */
+		boolean waitingForSlot;
 
 		/** The last row of the claim's window when it walked all of it and came back short; else null. */
 		ClaimCursor windowEnd;

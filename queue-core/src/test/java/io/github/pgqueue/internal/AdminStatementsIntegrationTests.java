@@ -153,20 +153,25 @@ class AdminStatementsIntegrationTests {
 		Connection connection = this.connections.open();
 
 		assertThat(update(connection, this.sql.upsertQueue, new QueueSql.UpsertQueue("up", 3, 100, 1.5, 5000,
-				"up-dead", null, null, 100, 1000))).isEqualTo(1);
+				"up-dead", null, null, 100, 1000, "tenant", 2))).isEqualTo(1);
 		assertThat(queue("up")).containsExactly(entry("name", "up"), entry("max_attempts", 3),
 				entry("backoff_initial_ms", 100L), entry("backoff_multiplier", 1.5), entry("backoff_max_ms", 5000L),
 				entry("dead_letter_queue", "up-dead"), entry("paused", false), entry("rate_limit_permits", 100),
-				entry("rate_limit_period_ms", 1000), entry("recently_updated", true));
+				entry("rate_limit_period_ms", 1000), entry("concurrency_key", "tenant"),
+				entry("max_in_flight_per_key", 2), entry("recently_updated", true));
 
 		this.jdbc.update("UPDATE pgqueue.queue SET paused = true, updated_at = now() - interval '1 hour'");
 		assertThat(update(connection, this.sql.upsertQueue, new QueueSql.UpsertQueue("up", 7, 200, 2.5, 9000, null, 60000L,
-				3600000L, null, null))).isEqualTo(1);
-		assertThat(queue("up")).as("the policy replaced (the rate limit removed), the pause kept").containsExactly(
-				entry("name", "up"), entry("max_attempts", 7), entry("backoff_initial_ms", 200L),
-				entry("backoff_multiplier", 2.5), entry("backoff_max_ms", 9000L), entry("dead_letter_queue", null),
-				entry("paused", true), entry("rate_limit_permits", null), entry("rate_limit_period_ms", null),
-				entry("recently_updated", true));
+				3600000L, null, null, null, null))).isEqualTo(1);
+		assertThat(queue("up")).as("the policy replaced (the rate limit and the concurrency key removed), the pause kept")
+			.containsExactly(entry("name", "up"), entry("max_attempts", 7), entry("backoff_initial_ms", 200L),
+					entry("backoff_multiplier", 2.5), entry("backoff_max_ms", 9000L), entry("dead_letter_queue", null),
+					entry("paused", true), entry("rate_limit_permits", null), entry("rate_limit_period_ms", null),
+					entry("concurrency_key", null), entry("max_in_flight_per_key", null), entry("recently_updated", true));
+		assertThat(update(connection, this.sql.upsertQueue, new QueueSql.UpsertQueue("up", 7, 200, 2.5, 9000, null, 60000L,
+				3600000L, null, null, "region", null))).isEqualTo(1);
+		assertThat(queue("up")).as("a key without a limit").contains(entry("concurrency_key", "region"),
+				entry("max_in_flight_per_key", null));
 		assertThat(this.jdbc.queryForList("SELECT deduplication_window_ms, retention_ms FROM pgqueue.queue WHERE name = 'up'"))
 			.containsExactly(Map.of("deduplication_window_ms", 60000L, "retention_ms", 3600000L));
 	}
@@ -308,11 +313,13 @@ class AdminStatementsIntegrationTests {
 		assertThat(update(connection, this.sql.createQueue, definition("created", 3, null))).isEqualTo(1);
 		assertThat(queue("created")).contains(entry("max_attempts", 3), entry("backoff_initial_ms", 100L),
 				entry("backoff_multiplier", 1.5), entry("backoff_max_ms", 5000L), entry("dead_letter_queue", null),
-				entry("paused", false), entry("rate_limit_permits", 6000), entry("rate_limit_period_ms", 60000));
+				entry("paused", false), entry("rate_limit_permits", 6000), entry("rate_limit_period_ms", 60000),
+				entry("concurrency_key", "tenant"), entry("max_in_flight_per_key", 2));
 
 		assertThat(update(connection, this.sql.createQueue, definition("created", 9, "dead"))).as("it exists")
 			.isZero();
-		assertThat(queue("created")).contains(entry("max_attempts", 3), entry("dead_letter_queue", null));
+		assertThat(queue("created")).contains(entry("max_attempts", 3), entry("dead_letter_queue", null),
+				entry("concurrency_key", "tenant"));
 	}
 
 	@Test
@@ -329,7 +336,11 @@ class AdminStatementsIntegrationTests {
 		assertThat(queue("altered")).contains(entry("max_attempts", 9), entry("backoff_initial_ms", 100L),
 				entry("backoff_multiplier", 1.5), entry("backoff_max_ms", 5000L), entry("dead_letter_queue", "dead"),
 				entry("paused", true), entry("rate_limit_permits", 6000), entry("rate_limit_period_ms", 60000),
-				entry("recently_updated", true));
+				entry("concurrency_key", "tenant"), entry("max_in_flight_per_key", 2), entry("recently_updated", true));
+		assertThat(update(connection, this.sql.alterQueue, new QueueSql.QueueDefinition("altered", 9, 100, 1.5, 5000,
+				"dead", null, null, null, null, null, null))).isEqualTo(1);
+		assertThat(queue("altered")).as("the concurrency key removed").contains(entry("concurrency_key", null),
+				entry("max_in_flight_per_key", null), entry("rate_limit_permits", null));
 	}
 
 	@Test
@@ -394,15 +405,17 @@ class AdminStatementsIntegrationTests {
 	@Test
 	void queues() throws SQLException {
 		this.jdbc.update("INSERT INTO pgqueue.queue (name, max_attempts, backoff_initial_ms, backoff_multiplier, "
-				+ "backoff_max_ms, dead_letter_queue, paused, rate_limit_permits, rate_limit_period_ms) VALUES "
-				+ "('b', 3, 10, 1.5, 100, 'b-dead', true, 5, 1000), ('a', 5, 1000, 2.0, 600000, null, false, null, null)");
+				+ "backoff_max_ms, dead_letter_queue, paused, rate_limit_permits, rate_limit_period_ms, concurrency_key, "
+				+ "max_in_flight_per_key) VALUES ('b', 3, 10, 1.5, 100, 'b-dead', true, 5, 1000, 'tenant', 3), "
+				+ "('a', 5, 1000, 2.0, 600000, null, false, null, null, null, null)");
 		Connection connection = this.connections.open();
 
 		assertThat(rows(connection, this.sql.queues, new QueueSql.None()))
 			.extracting("name", "max_attempts", "backoff_initial_ms", "backoff_multiplier", "backoff_max_ms",
-					"dead_letter_queue", "paused", "rate_limit_permits", "rate_limit_period_ms")
-			.containsExactly(tuple("a", 5, 1000L, 2.0, 600000L, null, false, null, null),
-					tuple("b", 3, 10L, 1.5, 100L, "b-dead", true, 5, 1000));
+					"dead_letter_queue", "paused", "rate_limit_permits", "rate_limit_period_ms", "concurrency_key",
+					"max_in_flight_per_key")
+			.containsExactly(tuple("a", 5, 1000L, 2.0, 600000L, null, false, null, null, null, null),
+					tuple("b", 3, 10L, 1.5, 100L, "b-dead", true, 5, 1000, "tenant", 3));
 	}
 
 	@Test
@@ -744,14 +757,15 @@ class AdminStatementsIntegrationTests {
 	}
 
 	private static QueueSql.QueueDefinition definition(String name, int maxAttempts, String deadLetterQueue) {
-		return new QueueSql.QueueDefinition(name, maxAttempts, 100, 1.5, 5000, deadLetterQueue, null, null, 6000, 60000);
+		return new QueueSql.QueueDefinition(name, maxAttempts, 100, 1.5, 5000, deadLetterQueue, null, null, 6000, 60000,
+				"tenant", 2);
 	}
 
 	/** Queue {@code name}'s definition, and whether it was updated in the last minute; null if none. */
 	private Map<String, Object> queue(String name) {
 		List<Map<String, Object>> rows = this.jdbc.queryForList("SELECT name, max_attempts, backoff_initial_ms, "
 				+ "backoff_multiplier, backoff_max_ms, dead_letter_queue, paused, rate_limit_permits, "
-				+ "rate_limit_period_ms, updated_at > now() - interval '1 minute' AS recently_updated FROM pgqueue.queue WHERE name = ?", name);
+				+ "rate_limit_period_ms, concurrency_key, max_in_flight_per_key, updated_at > now() - interval '1 minute' AS recently_updated FROM pgqueue.queue WHERE name = ?", name);
 		return rows.isEmpty() ? null : rows.get(0);
 	}
 

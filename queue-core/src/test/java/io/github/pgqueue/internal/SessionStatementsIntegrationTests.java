@@ -147,6 +147,146 @@ class SessionStatementsIntegrationTests {
 		assertThat(lockedIds(other.pid(), this.namespace)).as("another session's stay").containsExactly(3L);
 	}
 
+	// concurrency_key_of
+
+	@Test
+	void concurrencyKeyOf() throws SQLException {
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key) VALUES ('keyed', 'tenant')");
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key, max_in_flight_per_key) VALUES ('limited', 'tenant', 2)");
+		this.jdbc.update("INSERT INTO pgqueue.queue (name) VALUES ('plain')");
+		Session session = newSession();
+		assertThat(rows(session.connection(), this.sql.concurrencyKeyOf, new QueueSql.Queue("keyed")))
+			.extracting("concurrency_key", "max_in_flight_per_key").containsExactly(tuple("tenant", null));
+		assertThat(rows(session.connection(), this.sql.concurrencyKeyOf, new QueueSql.Queue("limited")))
+			.extracting("concurrency_key", "max_in_flight_per_key").containsExactly(tuple("tenant", 2));
+		assertThat(rows(session.connection(), this.sql.concurrencyKeyOf, new QueueSql.Queue("plain")))
+			.extracting("concurrency_key").containsExactly((Object) null);
+		assertThat(rows(session.connection(), this.sql.concurrencyKeyOf, new QueueSql.Queue("undeclared"))).isEmpty();
+	}
+
+	// claim_fair
+
+	/**
+	 * A queue whose definition names the header "tenant": 50 messages of tenant a, sent first, then
+	 * two of b and one of c. A claim of 4 walks 2 from the head of the queue (a's), keeping one row
+	 * for each further key, up to half the batch, and takes the heads of the keys the walk did not
+	 * reach, in descending key order (c, b); a claim after key a wraps around to c, then b; a claim
+	 * after c goes on with b. Held messages are skipped, a key whose messages are all held gives
+	 * none, and a claim whose walk took all it could counts as full although its batch is not.
+	 * With a cursor, heads and walk start after it, and only the walked rows say their place.
+	 */
+	@Test
+	void claimFair() throws SQLException {
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key) VALUES ('fair', 'tenant')");
+		List<Long> a = new java.util.ArrayList<>();
+		for (int i = 0; i < 50; i++) {
+			a.add(send("fair", i, SendOptions.builder().header("tenant", "a")));
+		}
+		long b1 = send("fair", 100, SendOptions.builder().header("tenant", "b"));
+		long b2 = send("fair", 101, SendOptions.builder().header("tenant", "b"));
+		long c1 = send("fair", 200, SendOptions.builder().header("tenant", "c"));
+		long none = send("fair", 300);
+		assertThat(Db.queryForLong("SELECT count(*) FROM pgqueue.message WHERE queue = 'fair' AND concurrency_key IS NOT NULL"))
+			.as("the sends copied the header into the key").isEqualTo(53);
+
+		Session first = newSession();
+		assertThat(fair(first, "fair", 4, "")).as("next_key: the last key the heads served")
+			.extracting("next_key").containsOnly("b");
+		execute(first.connection(), "SELECT pg_advisory_unlock_all()");
+		execute(first.connection(), "UPDATE pgqueue.holding SET ids = '{}' WHERE session = " + first.key());
+		assertThat(fair(first, "fair", 4, "")).extracting("id", "kind").containsExactlyInAnyOrder(
+				tuple(a.get(0), "claimed"), tuple(b1, "claimed"), tuple(c1, "claimed"), tuple(a.get(1), "claimed"));
+
+		Session second = newSession();
+		assertThat(fair(second, "fair", 2, "a")).as("after key a: c (held), then b")
+			.extracting("id").containsExactlyInAnyOrder(b2, a.get(2));
+
+		Session third = newSession();
+		assertThat(fair(third, "fair", 3, "c")).as("after key c: a walked, b and c held")
+			.extracting("id", "walk_full").containsExactlyInAnyOrder(tuple(a.get(3), true), tuple(a.get(4), true));
+		assertThat(lockable(this.namespace, none)).isTrue();
+
+		// A second queue: a0..a9, b0, a10..a19, b1, and a cursor at a10.
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key) VALUES ('fair-after', 'tenant')");
+		List<Long> a2 = new java.util.ArrayList<>();
+		long b0 = 0;
+		for (int i = 0; i < 20; i++) {
+			if (i == 10) {
+				b0 = send("fair-after", 100, SendOptions.builder().header("tenant", "b"));
+			}
+			a2.add(send("fair-after", i, SendOptions.builder().header("tenant", "a")));
+		}
+		long b1After = send("fair-after", 101, SendOptions.builder().header("tenant", "b"));
+		long cursorAt = Db.queryForLong("SELECT (extract(epoch FROM visible_at) * 1000000)::bigint FROM pgqueue.message "
+				+ "WHERE id = " + a2.get(10));
+		Session fourth = newSession();
+		List<Map<String, Object>> afterCursor = rows(fourth.connection(), this.sql.claimFair.variant(3, false),
+				new QueueSql.SessionFairClaim("fair-after", true, null, this.namespace, fourth.key(), this.payloadLimit, "",
+						0, cursorAt, a2.get(10)))
+			.stream()
+			.filter((row) -> !"next_due".equals(row.get("kind")))
+			.toList();
+		assertThat(afterCursor).as("after a cursor at a10: the walk after it, and b's head after it, not b0")
+			.extracting("id", "place_priority")
+			.containsExactlyInAnyOrder(tuple(a2.get(11), 0), tuple(a2.get(12), 0), tuple(b1After, null));
+		assertThat(lockable(this.namespace, b0)).isTrue();
+	}
+
+	/**
+	 * A queue with at most two messages of a key in flight: a claim of 10 takes two of key a (an
+	 * advisory lock is re-entrant, so each message must take a slot the claim did not take already)
+	 * and the message without a key; a second session's claim takes none of a until the first
+	 * releases its slots, and then two.
+	 */
+	@Test
+	void claimFairTakesASlotPerMessageOfALimitedQueue() throws SQLException {
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key, max_in_flight_per_key) "
+				+ "VALUES ('fair-limited', 'tenant', 2)");
+		List<Long> a = new java.util.ArrayList<>();
+		for (int i = 0; i < 20; i++) {
+			a.add(send("fair-limited", i, SendOptions.builder().header("tenant", "a")));
+		}
+		long none = send("fair-limited", 100);
+		Session first = newSession();
+		List<Map<String, Object>> claimed = fair(first, "fair-limited", 10, "");
+		assertThat(claimed).filteredOn((row) -> "claimed".equals(row.get("kind"))).extracting("id")
+			.containsExactlyInAnyOrder(a.get(0), a.get(1), none);
+		String slotLocks = (String) claimed.get(0).get("slot_locks");
+		assertThat(slotLocks.split(",")).as("two slots taken: %s", slotLocks).filteredOn((k) -> !k.isEmpty()).hasSize(2);
+
+		Session second = newSession();
+		assertThat(fair(second, "fair-limited", 10, "")).filteredOn((row) -> "claimed".equals(row.get("kind")))
+			.as("no slot of a is free").isEmpty();
+		assertThat(lockable(this.namespace, a.get(2))).as("a message that got no slot is unlocked again").isTrue();
+
+		Long[] lockKeys = java.util.Arrays.stream(slotLocks.split(",")).filter((k) -> !k.isEmpty()).map(Long::valueOf)
+			.toArray(Long[]::new);
+		assertThat(rows(first.connection(), this.sql.releaseSlots, new QueueSql.SlotLocks(lockKeys)))
+			.extracting("released").containsExactly(2);
+		execute(second.connection(), "UPDATE pgqueue.holding SET ids = '{}' WHERE session = " + second.key());
+		assertThat(fair(second, "fair-limited", 10, "")).filteredOn((row) -> "claimed".equals(row.get("kind")))
+			.extracting("id").containsExactlyInAnyOrder(a.get(2), a.get(3));
+	}
+
+	// release_slots: claimFairTakesASlotPerMessageOfALimitedQueue
+
+	@Test
+	void releaseSlots() throws SQLException {
+		Session session = newSession();
+		execute(session.connection(), "SELECT pg_advisory_lock(42), pg_advisory_lock(43)");
+		assertThat(rows(session.connection(), this.sql.releaseSlots, new QueueSql.SlotLocks(new Long[] { 42L, 43L, 44L })))
+			.extracting("released").containsExactly(2);
+	}
+
+	private List<Map<String, Object>> fair(Session session, String queue, int batch, String afterKey)
+			throws SQLException {
+		return rows(session.connection(), this.sql.claimFair.variant(batch, false), new QueueSql.SessionFairClaim(queue,
+				true, null, this.namespace, session.key(), this.payloadLimit, afterKey, null, null, null))
+			.stream()
+			.filter((row) -> !"next_due".equals(row.get("kind")))
+			.toList();
+	}
+
 	// claim_walk
 
 	@Test

@@ -69,6 +69,70 @@ class TransactionalStatementsIntegrationTests {
 
 	// claim_walk
 
+	/**
+	 * As session.sql's claim_fair: 50 messages of tenant a sent first, then two of b and one of c; a
+	 * claim of 4 walks two of a and takes the heads of c and b; a claim after key a in another
+	 * transaction wraps around to c and b, and skips what the first one holds; a claim after a cursor
+	 * takes heads and walk after it, and says which rows heads took.
+	 */
+	@Test
+	void claimFair() throws SQLException {
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key) VALUES ('fair', 'tenant')");
+		List<Long> a = new ArrayList<>();
+		for (int i = 0; i < 50; i++) {
+			a.add(send("fair", i, SendOptions.builder().header("tenant", "a")));
+		}
+		long b1 = send("fair", 100, SendOptions.builder().header("tenant", "b"));
+		long b2 = send("fair", 101, SendOptions.builder().header("tenant", "b"));
+		long c1 = send("fair", 200, SendOptions.builder().header("tenant", "c"));
+
+		Connection first = newTransaction();
+		List<Map<String, Object>> rows = fair(first, "fair", 4, "");
+		assertThat(rows).extracting("id", "kind").containsExactlyInAnyOrder(tuple(a.get(0), "claimed"),
+				tuple(b1, "claimed"), tuple(c1, "claimed"), tuple(a.get(1), "claimed"));
+		assertThat(rows).extracting("next_key").containsOnly("b");
+		assertThat(rows).extracting("id", "head").containsExactlyInAnyOrder(tuple(a.get(0), false), tuple(b1, true),
+				tuple(c1, true), tuple(a.get(1), false));
+
+		Connection second = newTransaction();
+		assertThat(fair(second, "fair", 2, "a")).as("after key a: c (held), then b, then the queue's head past what is held")
+			.extracting("id").containsExactlyInAnyOrder(b2, a.get(2));
+
+		// A second queue: a0..a9, b0, a10..a19, b1, and a cursor at a10.
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key) VALUES ('fair-after', 'tenant')");
+		List<Long> a2 = new ArrayList<>();
+		for (int i = 0; i < 20; i++) {
+			if (i == 10) {
+				send("fair-after", 100, SendOptions.builder().header("tenant", "b"));
+			}
+			a2.add(send("fair-after", i, SendOptions.builder().header("tenant", "a")));
+		}
+		long b1After = send("fair-after", 101, SendOptions.builder().header("tenant", "b"));
+		long cursorAt = Db.queryForLong("SELECT (extract(epoch FROM visible_at) * 1000000)::bigint FROM pgqueue.message "
+				+ "WHERE id = " + a2.get(10));
+		Connection third = newTransaction();
+		assertThat(fair(third, "fair-after", 3, "", 0, cursorAt, a2.get(10)))
+			.as("after a cursor at a10: the walk after it, and b's head after it, not b0")
+			.extracting("id", "head", "walk_full")
+			.containsExactlyInAnyOrder(tuple(a2.get(11), false, true), tuple(a2.get(12), false, true),
+					tuple(b1After, true, true));
+	}
+
+	private List<Map<String, Object>> fair(Connection transaction, String queue, int batch, String afterKey)
+			throws SQLException {
+		return fair(transaction, queue, batch, afterKey, null, null, null);
+	}
+
+	private List<Map<String, Object>> fair(Connection transaction, String queue, int batch, String afterKey,
+			Integer afterPriority, Long afterVisibleAtUs, Long afterId) throws SQLException {
+		return rows(transaction, this.sql.transactionalClaimFair.variant(batch, false),
+				new QueueSql.TransactionalFairClaim(queue, null, this.namespace, this.payloadLimit, afterKey,
+						afterPriority, afterVisibleAtUs, afterId))
+			.stream()
+			.filter((row) -> !"next_due".equals(row.get("kind")))
+			.toList();
+	}
+
 	@Test
 	void claimWalk() throws SQLException {
 		this.jdbc.update("INSERT INTO pgqueue.queue (name, max_attempts, backoff_initial_ms, backoff_multiplier, "
@@ -362,7 +426,7 @@ class TransactionalStatementsIntegrationTests {
 		assertThat(claim(this.sql.transactionalClaimWalk, transaction, "retry", 10, null, null, this.payloadLimit))
 			.extracting("id", "kind")
 			.containsExactly(tuple(first, "claimed"), tuple(second, "claimed"), tuple(third, "suspect"));
-		rows(transaction, this.sql.lockClaimed, new QueueSql.LockClaimed(third, "retry"));
+		rows(transaction, this.sql.lockClaimed, new QueueSql.LockClaimed(third, "retry", this.namespace));
 		Connection listener = this.connections.listen(this.sql.channel());
 
 		List<Map<String, Object>> rows = rows(transaction, this.sql.transactionalRetry,
@@ -423,16 +487,39 @@ class TransactionalStatementsIntegrationTests {
 		long id = send("lock", 1);
 		Connection transaction = newTransaction();
 
-		assertThat(rows(transaction, this.sql.lockClaimed, new QueueSql.LockClaimed(id, "other")))
+		assertThat(rows(transaction, this.sql.lockClaimed, new QueueSql.LockClaimed(id, "other", this.namespace)))
 			.as("the queue guard").isEmpty();
 		assertThat(rowLocked(id)).isFalse();
 
-		assertThat(rows(transaction, this.sql.lockClaimed, new QueueSql.LockClaimed(id, "lock")))
-			.containsExactly(Map.of("id", id));
+		assertThat(rows(transaction, this.sql.lockClaimed, new QueueSql.LockClaimed(id, "lock", this.namespace)))
+			.containsExactly(Map.of("id", id, "slotted", true));
 		assertThat(rowLocked(id)).as("fenced from consumers that skip locked rows").isTrue();
 		assertThat(lockedIds(pid(transaction), this.namespace)).as("no advisory lock: a session holds that").isEmpty();
 		transaction.commit();
 		assertThat(rowLocked(id)).isFalse();
+	}
+
+	/**
+	 * A suspect of a queue with at most one message of a key in flight takes its key's slot with the
+	 * row lock; while another transaction holds the slot, it is not slotted.
+	 */
+	@Test
+	void lockClaimedTakesASlotOfALimitedKey() throws SQLException {
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key, max_in_flight_per_key) "
+				+ "VALUES ('lock-limited', 'tenant', 1)");
+		long first = send("lock-limited", 1, SendOptions.builder().header("tenant", "a"));
+		long second = send("lock-limited", 2, SendOptions.builder().header("tenant", "a"));
+		Connection holder = newTransaction();
+		assertThat(rows(holder, this.sql.lockClaimed, new QueueSql.LockClaimed(first, "lock-limited", this.namespace)))
+			.containsExactly(Map.of("id", first, "slotted", true));
+		Connection waiter = newTransaction();
+		assertThat(rows(waiter, this.sql.lockClaimed, new QueueSql.LockClaimed(second, "lock-limited", this.namespace)))
+			.as("a's only slot is held").containsExactly(Map.of("id", second, "slotted", false));
+		waiter.rollback();
+		holder.commit();
+		assertThat(rows(waiter, this.sql.lockClaimed, new QueueSql.LockClaimed(second, "lock-limited", this.namespace)))
+			.as("given back at the holder's commit").containsExactly(Map.of("id", second, "slotted", true));
+		waiter.commit();
 	}
 
 	// The common cases of the four claims

@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.MethodOrderer;
@@ -51,7 +50,7 @@ class ChaosIntegrationTests {
 			producer.startSending(RATE);
 			for (int i = 0; i < kills; i++) {
 				ChaosDatabase.pause(Duration.ofMillis(pick(2000, 2500)));
-				ConsumerProcess victim = freezeOneInTheMiddleOfWork(fleet);
+				ConsumerProcess victim = fleet.freezeOneHoldingMessages();
 				this.database.faultSessions(victim.name(), "kill-9", false);
 				victim.kill();
 				fleet.keepAlive(consumers);
@@ -76,7 +75,7 @@ class ChaosIntegrationTests {
 			producer.startSending(RATE);
 			for (int i = 0; i < pick(5, 40); i++) {
 				ChaosDatabase.pause(Duration.ofMillis(1500));
-				ConsumerProcess victim = freezeOneInTheMiddleOfWork(fleet);
+				ConsumerProcess victim = fleet.freezeOneHoldingMessages();
 				terminated += this.database.faultSessions(victim.name(), "pg_terminate_backend", true);
 				victim.resume();
 			}
@@ -207,32 +206,6 @@ class ChaosIntegrationTests {
 	private static boolean endsItsSession(long key) {
 		return key % 20 == 0 || key % 20 == 13;
 	}
-
-	/**
-	 * Stops (SIGSTOP) a consumer at a moment it holds claimed messages, so that the fault lands
-	 * in the middle of its work and its claims can be written down before it is hit.
-	 */
-	private ConsumerProcess freezeOneInTheMiddleOfWork(ConsumerFleet fleet) {
-		AtomicReference<ConsumerProcess> frozen = new AtomicReference<>();
-		await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20))
-			.until(() -> freezeIfWorking(fleet.anyReady(), frozen));
-		return frozen.get();
-	}
-
-	private boolean freezeIfWorking(ConsumerProcess candidate, AtomicReference<ConsumerProcess> frozen) {
-		if (this.database.claimsOf(candidate.name()) == 0) {
-			return false;
-		}
-		candidate.pause();
-		this.database.awaitIdle(candidate.name());
-		if (this.database.claimsOf(candidate.name()) == 0) {
-			candidate.resume();
-			return false;
-		}
-		frozen.set(candidate);
-		return true;
-	}
-
 	/** The share of one core each consumer uses over {@code window}. */
 	private static Map<String, Double> cpuShares(List<ConsumerProcess> consumers, Duration window) {
 		Map<ConsumerProcess, Duration> before = new LinkedHashMap<>();

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.springframework.util.FileSystemUtils;
 
@@ -80,6 +81,29 @@ final class ConsumerFleet implements AutoCloseable {
 	}
 
 	/** One consumer alive and polling, at random; waits for one if none is (all were just killed). */
+	/**
+	 * A live consumer of this fleet, stopped (SIGSTOP) while it holds claimed messages: one that
+	 * holds none when stopped is resumed and another is tried.
+	 */
+	ConsumerProcess freezeOneHoldingMessages() {
+		AtomicReference<ConsumerProcess> frozen = new AtomicReference<>();
+		await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(10)).until(() -> {
+			ConsumerProcess candidate = anyReady();
+			if (this.database.claimsOf(candidate.name()) == 0) {
+				return false;
+			}
+			candidate.pause();
+			this.database.awaitIdle(candidate.name());
+			if (this.database.claimsOf(candidate.name()) == 0) {
+				candidate.resume();
+				return false;
+			}
+			frozen.set(candidate);
+			return true;
+		});
+		return frozen.get();
+	}
+
 	ConsumerProcess anyReady() {
 		List<ConsumerProcess> ready = await().atMost(STARTUP).pollInterval(Duration.ofMillis(100))
 			.until(this::ready, (list) -> !list.isEmpty());

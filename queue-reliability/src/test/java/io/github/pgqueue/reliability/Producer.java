@@ -4,8 +4,10 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongFunction;
@@ -60,6 +62,11 @@ final class Producer implements AutoCloseable {
 	/** How long each key's message is delayed. */
 	private LongFunction<Duration> delays = (key) -> Duration.ZERO;
 
+	/** The header each key's message carries, with {@link #headerValues}, or null for none. */
+	private String header;
+
+	private LongFunction<String> headerValues;
+
 	Producer(ChaosDatabase database, String queue, LongFunction<Job> jobs) {
 		this.database = database;
 		this.queue = queue;
@@ -86,6 +93,17 @@ final class Producer implements AutoCloseable {
 	/** Delays each job's message by what {@code delays} says for its key (sends in groups only). */
 	Producer delayed(LongFunction<Duration> delays) {
 		this.delays = delays;
+		return this;
+	}
+
+	/**
+	 * Sends each job with header {@code name} set to what {@code values} says for its key: a batch
+	 * is sent as one batch per value (all messages of a batch share its headers); sends in groups
+	 * carry it too.
+	 */
+	Producer withHeader(String name, LongFunction<String> values) {
+		this.header = name;
+		this.headerValues = values;
 		return this;
 	}
 
@@ -161,9 +179,21 @@ final class Producer implements AutoCloseable {
 			}
 			return;
 		}
+		if (this.header != null) {
+			Map<String, List<Job>> byValue = new LinkedHashMap<>();
+			batch.forEach((job) -> byValue.computeIfAbsent(this.headerValues.apply(job.key()), (value) -> new ArrayList<>())
+				.add(job));
+			byValue.forEach((value, jobs) -> sendAll(jobs, SendOptions.builder().header(this.header, value).build()));
+			return;
+		}
+		sendAll(batch, SendOptions.DEFAULTS);
+	}
+
+	/** Sends {@code batch} with {@code options}; after a failure, sends again the jobs that did not arrive. */
+	private void sendAll(List<Job> batch, SendOptions options) {
 		while (!batch.isEmpty()) {
 			try {
-				this.messageIds.addAll(this.template.sendBatch(this.queue, batch));
+				this.messageIds.addAll(this.template.sendBatch(this.queue, batch, options));
 				batch.forEach((job) -> this.sent.add(job.key()));
 				this.lastSent = Instant.now();
 				return;
@@ -182,10 +212,13 @@ final class Producer implements AutoCloseable {
 		List<Job> unsent = List.of(job);
 		while (!unsent.isEmpty()) {
 			try {
-				this.messageIds.add(this.template.send(this.queue, job, SendOptions.builder()
+				SendOptions.Builder options = SendOptions.builder()
 					.group(this.groups.apply(job.key()))
-					.delay(this.delays.apply(job.key()))
-					.build()));
+					.delay(this.delays.apply(job.key()));
+				if (this.header != null) {
+					options.header(this.header, this.headerValues.apply(job.key()));
+				}
+				this.messageIds.add(this.template.send(this.queue, job, options.build()));
 				this.sent.add(job.key());
 				this.lastSent = Instant.now();
 				return;

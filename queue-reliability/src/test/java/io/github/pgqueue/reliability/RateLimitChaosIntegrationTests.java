@@ -2,14 +2,12 @@ package io.github.pgqueue.reliability;
 
 import java.sql.Timestamp;
 import java.time.Duration;
-import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import static io.github.pgqueue.reliability.ChaosSettings.pick;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 /**
  * A rate-limited queue consumed by two consumer JVMs at once, one in {@code session} mode and one
@@ -53,7 +51,7 @@ class RateLimitChaosIntegrationTests {
 			long started = System.nanoTime();
 			for (int i = 0; i < kills; i++) {
 				ChaosDatabase.pause(WINDOW.dividedBy(kills + 1));
-				ConsumerProcess victim = freezeOneHoldingMessages(sessions);
+				ConsumerProcess victim = sessions.freezeOneHoldingMessages();
 				this.database.faultSessions(victim.name(), "kill-9", false);
 				victim.kill();
 				sessions.keepAlive(1);
@@ -95,25 +93,4 @@ class RateLimitChaosIntegrationTests {
 	private Timestamp now() {
 		return this.database.jdbc().queryForObject("SELECT clock_timestamp()", Timestamp.class);
 	}
-
-	/** A live consumer of {@code fleet}, stopped (SIGSTOP) while it holds claimed messages. */
-	private ConsumerProcess freezeOneHoldingMessages(ConsumerFleet fleet) {
-		AtomicReference<ConsumerProcess> frozen = new AtomicReference<>();
-		await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(10)).until(() -> {
-			ConsumerProcess candidate = fleet.anyReady();
-			if (this.database.claimsOf(candidate.name()) == 0) {
-				return false;
-			}
-			candidate.pause();
-			this.database.awaitIdle(candidate.name());
-			if (this.database.claimsOf(candidate.name()) == 0) {
-				candidate.resume();
-				return false;
-			}
-			frozen.set(candidate);
-			return true;
-		});
-		return frozen.get();
-	}
-
 }

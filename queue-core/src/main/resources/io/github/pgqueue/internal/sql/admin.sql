@@ -41,9 +41,10 @@ WITH forgotten AS (
 )
 INSERT INTO pgqueue.queue AS q (name, max_attempts, backoff_initial_ms, backoff_multiplier,
                                 backoff_max_ms, dead_letter_queue, deduplication_window_ms, retention_ms,
-                                rate_limit_permits, rate_limit_period_ms)
+                                rate_limit_permits, rate_limit_period_ms, concurrency_key, max_in_flight_per_key)
 VALUES (:name, :max_attempts, :backoff_initial_ms, :backoff_multiplier, :backoff_max_ms, :dead_letter_queue,
-        :deduplication_window_ms, :retention_ms, :rate_limit_permits, :rate_limit_period_ms)
+        :deduplication_window_ms, :retention_ms, :rate_limit_permits, :rate_limit_period_ms, :concurrency_key,
+        :max_in_flight_per_key)
 ON CONFLICT (name) DO UPDATE
    SET max_attempts = excluded.max_attempts,
        backoff_initial_ms = excluded.backoff_initial_ms,
@@ -54,6 +55,8 @@ ON CONFLICT (name) DO UPDATE
        retention_ms = excluded.retention_ms,
        rate_limit_permits = excluded.rate_limit_permits,
        rate_limit_period_ms = excluded.rate_limit_period_ms,
+       concurrency_key = excluded.concurrency_key,
+       max_in_flight_per_key = excluded.max_in_flight_per_key,
        updated_at = now();
 
 -- name: redrive
@@ -126,9 +129,10 @@ SELECT COALESCE(dead_letter_queue, pgqueue.default_dead_letter_queue(name)) FROM
 -- Inserts a queue's definition unless the queue exists: no row is changed then.
 INSERT INTO pgqueue.queue (name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms,
                            dead_letter_queue, deduplication_window_ms, retention_ms,
-                           rate_limit_permits, rate_limit_period_ms)
+                           rate_limit_permits, rate_limit_period_ms, concurrency_key, max_in_flight_per_key)
 VALUES (:name, :max_attempts, :backoff_initial_ms, :backoff_multiplier, :backoff_max_ms, :dead_letter_queue,
-        :deduplication_window_ms, :retention_ms, :rate_limit_permits, :rate_limit_period_ms)
+        :deduplication_window_ms, :retention_ms, :rate_limit_permits, :rate_limit_period_ms, :concurrency_key,
+        :max_in_flight_per_key)
 ON CONFLICT (name) DO NOTHING;
 
 -- name: alter_queue
@@ -142,7 +146,8 @@ UPDATE pgqueue.queue
        backoff_multiplier = :backoff_multiplier, backoff_max_ms = :backoff_max_ms,
        dead_letter_queue = :dead_letter_queue, deduplication_window_ms = :deduplication_window_ms,
        retention_ms = :retention_ms, rate_limit_permits = :rate_limit_permits,
-       rate_limit_period_ms = :rate_limit_period_ms, updated_at = now()
+       rate_limit_period_ms = :rate_limit_period_ms, concurrency_key = :concurrency_key,
+       max_in_flight_per_key = :max_in_flight_per_key, updated_at = now()
  WHERE name = :name;
 
 -- name: drop_queue
@@ -165,7 +170,8 @@ SELECT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue) AS declared;
 -- name: queues
 -- Every declared queue with its policy, by name.
 SELECT name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, dead_letter_queue,
-       deduplication_window_ms, retention_ms, paused, rate_limit_permits, rate_limit_period_ms
+       deduplication_window_ms, retention_ms, paused, rate_limit_permits, rate_limit_period_ms, concurrency_key,
+       max_in_flight_per_key
   FROM pgqueue.queue
  ORDER BY name;
 

@@ -3,10 +3,13 @@
 
 -- name: send
 -- One message with its options; :not_before (or, when null, now plus :delay_ms) is when it becomes
--- visible.
-INSERT INTO pgqueue.message (queue, payload, headers, priority, visible_at, max_attempts, group_key)
+-- visible. Its concurrency key is the value of the header its queue's definition names (V25),
+-- looked up only for a message with headers.
+INSERT INTO pgqueue.message (queue, payload, headers, priority, visible_at, max_attempts, group_key, concurrency_key)
 VALUES (:queue, :payload::jsonb, :headers::jsonb, :priority,
-        COALESCE(:not_before, now() + :delay_ms * interval '1 millisecond'), :max_attempts, :group_key)
+        COALESCE(:not_before, now() + :delay_ms * interval '1 millisecond'), :max_attempts, :group_key,
+        CASE WHEN :headers::jsonb <> '{}'::jsonb
+             THEN :headers::jsonb ->> (SELECT q.concurrency_key FROM pgqueue.queue q WHERE q.name = :queue) END)
 RETURNING id;
 
 -- name: send_plain
@@ -21,10 +24,12 @@ INSERT INTO pgqueue.message (queue, payload) VALUES (:queue, :payload::jsonb) RE
 -- the statement again.
 WITH inserted AS (
     INSERT INTO pgqueue.message (queue, payload, headers, priority, visible_at, max_attempts,
-                                 group_key, deduplication_key)
+                                 group_key, deduplication_key, concurrency_key)
     VALUES (:queue, :payload::jsonb, :headers::jsonb, :priority,
             COALESCE(:not_before, now() + :delay_ms * interval '1 millisecond'), :max_attempts,
-            :group_key, :deduplication_key)
+            :group_key, :deduplication_key,
+            CASE WHEN :headers::jsonb <> '{}'::jsonb
+                 THEN :headers::jsonb ->> (SELECT q.concurrency_key FROM pgqueue.queue q WHERE q.name = :queue) END)
     ON CONFLICT (queue, deduplication_key) WHERE deduplication_key IS NOT NULL DO NOTHING
     RETURNING id
 )
@@ -40,9 +45,11 @@ SELECT e.id, false
 
 -- name: send_batch
 -- One statement per batch; ids come from one sequence, so sorted ids follow the payloads' order.
-INSERT INTO pgqueue.message (queue, payload, headers, priority, visible_at, max_attempts, group_key)
+INSERT INTO pgqueue.message (queue, payload, headers, priority, visible_at, max_attempts, group_key, concurrency_key)
 SELECT :queue, p.payload::jsonb, :headers::jsonb, :priority,
-       COALESCE(:not_before, now() + :delay_ms * interval '1 millisecond'), :max_attempts, :group_key
+       COALESCE(:not_before, now() + :delay_ms * interval '1 millisecond'), :max_attempts, :group_key,
+       CASE WHEN :headers::jsonb <> '{}'::jsonb
+            THEN :headers::jsonb ->> (SELECT q.concurrency_key FROM pgqueue.queue q WHERE q.name = :queue) END
   FROM unnest(:payloads::text[]) WITH ORDINALITY AS p(payload, n)
  ORDER BY p.n
 RETURNING id;
@@ -60,10 +67,12 @@ SELECT b.id
 -- is stored as a regular expression over the key's words, each with a '.' before it: '.' || key,
 -- but '' for the empty key, which has no word (fanout: the empty one).
 INSERT INTO pgqueue.message (queue, payload, headers, priority, visible_at, max_attempts, deduplication_key,
-                             group_key)
+                             group_key, concurrency_key)
 SELECT q.queue, :payload::jsonb, :headers::jsonb, :priority,
        COALESCE(:not_before, now() + :delay_ms * interval '1 millisecond'), :max_attempts, :deduplication_key,
-       :group_key
+       :group_key,
+       CASE WHEN :headers::jsonb <> '{}'::jsonb
+            THEN :headers::jsonb ->> (SELECT d.concurrency_key FROM pgqueue.queue d WHERE d.name = q.queue) END
   FROM (SELECT DISTINCT b.queue FROM pgqueue.binding b
          WHERE b.exchange = :exchange
            AND (CASE WHEN :routing_key = '' THEN '' ELSE '.' || :routing_key END) ~ b.key_regex) q

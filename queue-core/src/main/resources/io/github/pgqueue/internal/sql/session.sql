@@ -202,6 +202,258 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
                  ORDER BY m.visible_at LIMIT 1) n)
  WHERE NOT EXISTS (SELECT 1 FROM locked);
 
+-- name: concurrency_key_of
+-- The header whose value is the concurrency key of :queue's messages (V25), and how many messages of
+-- one key may be in flight at once; no row, or null, for a queue without one: its claims are
+-- claim_walk's.
+SELECT concurrency_key, max_in_flight_per_key FROM pgqueue.queue WHERE name = :queue;
+
+-- name: release_slots
+-- Releases the per-key slots (V25) a claim_fair of this session took, once its messages are done.
+SELECT pgqueue.release_slots(:lock_keys::bigint[]) AS released;
+
+-- name: claim_fair
+-- claim_walk for a queue whose definition names a concurrency key (V25): claims round robin across
+-- keys, so that one key's backlog does not hold back the others' messages. From the head, or, with
+-- a cursor (:after_priority, :after_visible_at_us, :after_id: where this poller's last full claim
+-- ended, as claim_walk_after takes it), from there.
+--
+-- keys: up to {batch} keys that have messages, one backward descent of the concurrency index per
+-- key, in descending key order from the first key before :after_key (the last key the poller's
+-- previous claim served; "" for none), then from the last key down again. Backward, because each
+-- key's range begins with the dead entries of its messages acked since the last vacuum and ends
+-- with its newest messages. walked: the batch but for one row per further key (at most half the
+-- batch: reserved), walked as claim_walk or claim_walk_after walks it, so that a key with a
+-- backlog still fills the batches. heads: for each key the walk did not reach, its first message
+-- a claim may take (visible, not held, its group's head) after the cursor, locked one key at a
+-- time, until the batch is full. A key whose messages are all held or not yet visible gives none.
+-- Heads are looked for only where the walk did not go: the concurrency index's entries of the
+-- messages the walks take die unseen by the walks, so a head of the walked key would step over
+-- every one acked since the cursor. Heads descend the concurrency index (the row comparison names
+-- its columns, so that no plan walks the claim index instead, testing each row's key) past the
+-- cursor in (priority, visible_at, id). Messages without a key are reached by the walk only.
+-- Everything after locked is claim_walk's. Rows say the place of walked rows only, so that the
+-- poller's cursor goes on after the walk, not after a key's head far ahead; each row says the last
+-- key the heads served (next_key), where the poller's next fair claim goes on, and whether the walk
+-- took all it could (walk_full: the claim counts as full, as one that filled its batch). A queue
+-- with a max_in_flight_per_key (V25) has each keyed message take one of its key's slots as well,
+-- a session lock (take_slot), after the message's own lock, which is given back at once when no
+-- slot is free; every row lists the slots' lock keys (slot_locks, ",k1,k2,"), which the session
+-- releases (release_slots) once the claim's messages are done.
+WITH RECURSIVE cursor AS (SELECT :after_priority::int AS priority,
+                                 COALESCE('epoch'::timestamptz + :after_visible_at_us::bigint * interval '1 microsecond',
+                                          '-infinity'::timestamptz) AS visible_at,
+                                 COALESCE(:after_id::bigint, 0) AS id),
+all_priorities AS (
+    (SELECT priority FROM pgqueue.message
+      WHERE queue = :queue AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
+      ORDER BY priority LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.priority FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.priority > p.priority
+             ORDER BY m.priority LIMIT 1)
+      FROM all_priorities p
+     WHERE p.priority IS NOT NULL
+),
+priorities AS (
+    SELECT priority FROM all_priorities WHERE priority IS NOT NULL AND :after_priority::int IS NULL
+    UNION ALL
+    SELECT c.priority FROM cursor c
+     WHERE c.priority IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM pgqueue.message WHERE queue = :queue AND priority < c.priority)
+       AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
+),
+slots AS MATERIALIZED (
+    SELECT (SELECT q.max_in_flight_per_key FROM pgqueue.queue q WHERE q.name = :queue) AS per_key
+),
+keys_before AS (
+    (SELECT m.concurrency_key AS key FROM pgqueue.message m
+      WHERE m.queue = :queue AND m.concurrency_key < :after_key
+        AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
+      ORDER BY m.concurrency_key DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.concurrency_key FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.concurrency_key < k.key
+             ORDER BY m.concurrency_key DESC LIMIT 1)
+      FROM keys_before k
+     WHERE k.key IS NOT NULL
+),
+keys_from_last AS (
+    (SELECT m.concurrency_key AS key FROM pgqueue.message m
+      WHERE m.queue = :queue AND m.concurrency_key IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
+      ORDER BY m.concurrency_key DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.concurrency_key FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.concurrency_key < k.key
+             ORDER BY m.concurrency_key DESC LIMIT 1)
+      FROM keys_from_last k
+     WHERE k.key IS NOT NULL AND k.key >= :after_key
+),
+keys AS MATERIALIZED (
+    SELECT k.key, k.part FROM ((SELECT key, 1 AS part FROM keys_before WHERE key IS NOT NULL LIMIT {batch})
+                       UNION ALL
+                       (SELECT key, 2 FROM keys_from_last WHERE key IS NOT NULL AND key >= :after_key LIMIT {batch})) k
+     ORDER BY k.part, k.key DESC
+     LIMIT {batch}
+),
+reserved AS MATERIALIZED (
+    SELECT CASE WHEN count(*) > 1 THEN least(count(*) - 1, {batch} / 2) ELSE 0 END AS n FROM keys
+),
+walked AS MATERIALIZED (
+    SELECT c.id, c.suspect, c.seen, c.priority, c.visible_at, c.concurrency_key
+      FROM priorities p
+     CROSS JOIN cursor w
+     CROSS JOIN LATERAL (
+            SELECT m.id, m.suspect, m.seen, m.priority, m.visible_at, m.concurrency_key
+              FROM (SELECT m.id, m.queue, m.group_key, m.previous_id, m.concurrency_key,
+                           (m.claim_open AND m.claimed_at > pg_postmaster_start_time()) AS suspect,
+                           m.xmin AS seen, m.priority, m.visible_at
+                      FROM pgqueue.message m
+                     WHERE m.queue = :queue AND m.priority = p.priority AND m.visible_at <= now()
+                       AND (:may_take_suspects OR NOT ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
+                            OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
+                                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())))
+                       AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
+                       AND (m.visible_at, m.id) > (w.visible_at, w.id)
+                     ORDER BY m.visible_at, m.id
+                     LIMIT 10 * ({batch} + 1000)) m
+             WHERE m.group_key IS NULL
+                OR (SELECT o.id FROM pgqueue.message o
+                     WHERE o.queue = m.queue AND o.group_key = m.group_key AND o.id < m.id
+                       AND o.id >= COALESCE(m.previous_id, 0)
+                     ORDER BY o.id DESC LIMIT 1) IS NULL
+             LIMIT {batch} + 1000) c
+     WHERE pg_try_advisory_lock(:namespace, c.id::bit(32)::int4)
+       AND (c.concurrency_key IS NULL OR (SELECT per_key FROM slots) IS NULL
+            OR pgqueue.take_slot(:namespace, :queue, c.concurrency_key, (SELECT per_key FROM slots), false) IS NOT NULL
+            OR pg_advisory_unlock(:namespace, c.id::bit(32)::int4) IS NULL)
+     LIMIT {batch} - (SELECT n FROM reserved)
+),
+heads AS MATERIALIZED (
+    SELECT h.id, h.suspect, h.seen, h.priority, h.visible_at, k.key, k.part
+      FROM keys k
+     CROSS JOIN cursor c
+     CROSS JOIN LATERAL (
+            SELECT m.id, (m.claim_open AND m.claimed_at > pg_postmaster_start_time()) AS suspect, m.xmin AS seen,
+                   m.priority, m.visible_at
+              FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.concurrency_key = k.key AND m.visible_at <= now()
+               AND (m.concurrency_key, m.priority, m.visible_at, m.id)
+                   > (k.key, COALESCE(c.priority, -2147483648), c.visible_at, c.id) -- the concurrency index's columns
+               AND (:may_take_suspects OR NOT ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
+                    OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
+                                  FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())))
+               AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
+               AND (m.group_key IS NULL
+                    OR (SELECT o.id FROM pgqueue.message o
+                         WHERE o.queue = m.queue AND o.group_key = m.group_key AND o.id < m.id
+                           AND o.id >= COALESCE(m.previous_id, 0)
+                         ORDER BY o.id DESC LIMIT 1) IS NULL)
+               AND pg_try_advisory_lock(:namespace, m.id::bit(32)::int4)
+               AND ((SELECT per_key FROM slots) IS NULL
+                    OR pgqueue.take_slot(:namespace, :queue, m.concurrency_key, (SELECT per_key FROM slots), false) IS NOT NULL
+                    OR pg_advisory_unlock(:namespace, m.id::bit(32)::int4) IS NULL)
+             ORDER BY m.priority, m.visible_at, m.id
+             LIMIT 1) h
+     WHERE k.key NOT IN (SELECT concurrency_key FROM walked WHERE concurrency_key IS NOT NULL)
+     LIMIT {batch} - (SELECT count(*) FROM walked)
+),
+locked AS (
+    SELECT id, suspect, seen, priority, visible_at, true AS head FROM heads
+    UNION ALL
+    SELECT id, suspect, seen, priority, visible_at, false FROM walked
+),
+slots_taken AS MATERIALIZED (
+    SELECT CASE WHEN (SELECT count(*) FROM locked) >= 0 THEN current_setting('pgqueue_claim.slots', true) END AS lock_keys
+),
+listed_by_dead AS MATERIALIZED (
+    SELECT pgqueue.listed_by_the_dead(ARRAY(SELECT id FROM locked)) AS ids WHERE EXISTS (SELECT 1 FROM locked)
+),
+suspicion AS (
+    SELECT l.id, l.seen, l.suspect, COALESCE(l.id = ANY ((SELECT ids FROM listed_by_dead)::bigint[]), false) AS listed
+      FROM locked l
+),
+to_claim AS (
+    SELECT id, false AS suspect, false AS listed, seen FROM suspicion
+     WHERE NOT EXISTS (SELECT 1 FROM suspicion WHERE suspect OR listed)
+    UNION ALL
+    SELECT id, true, listed, seen FROM suspicion WHERE suspect OR listed
+),
+claimed_unchanged AS (
+    SELECT m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
+           m.max_attempts, m.created_at, m.last_error, false AS suspect
+      FROM pgqueue.message m
+     WHERE m.id = ANY (ARRAY(SELECT id FROM to_claim WHERE NOT suspect))
+       AND m.xmax = '0'::xid AND (m.queue = :queue) IS TRUE AND m.visible_at <= now()
+       AND (SELECT NOT row_security_active('pgqueue.message') OR pgqueue.queue_allowed(:queue, true, current_user))
+),
+claimed_rewritten AS (
+    UPDATE pgqueue.message m
+       SET attempts = m.attempts + CASE WHEN (l.suspect AND m.xmin = l.seen) OR l.listed
+                                             OR (m.claim_open AND m.claimed_at > pg_postmaster_start_time())
+                                        THEN 1 ELSE 0 END,
+           claim_open = false, claimed_at = now()
+      FROM to_claim l
+     WHERE m.id = ANY (ARRAY(SELECT id FROM to_claim WHERE id NOT IN (SELECT id FROM claimed_unchanged)))
+       AND m.id = l.id AND (m.queue = :queue) IS TRUE AND m.visible_at <= now()
+    RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
+              m.max_attempts, m.created_at, m.last_error, l.suspect
+),
+claimed AS (
+    SELECT * FROM claimed_unchanged UNION ALL SELECT * FROM claimed_rewritten
+),
+taken_from_the_dead AS MATERIALIZED (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM claimed WHERE suspect)
+                THEN pgqueue.unlist(ARRAY(SELECT id FROM claimed WHERE suspect), current_user) END AS changed
+),
+holding_updated AS (
+    UPDATE pgqueue.holding h
+       SET ids = ARRAY(SELECT id FROM claimed ORDER BY priority, visible_at, id),
+           in_turn = EXISTS (SELECT 1 FROM claimed WHERE suspect)
+     WHERE h.session = :session AND (cardinality(h.ids) > 0 OR EXISTS (SELECT 1 FROM claimed))
+)
+(SELECT l.id,
+        CASE WHEN c.id IS NOT NULL THEN 'claimed' WHEN l.id IN (SELECT id FROM to_claim) THEN 'gone' ELSE 'left' END AS kind,
+        CASE WHEN c.id IS NULL THEN pg_advisory_unlock(:namespace, l.id::bit(32)::int4) END AS unlocked,
+        c.suspect AS in_turn,
+        CASE WHEN octet_length(p.text) <= :payload_limit THEN p.text END AS payload,
+        c.headers::text AS headers, c.priority, c.attempts + 1 AS attempt, c.created_at,
+        COALESCE(c.max_attempts, q.max_attempts, 5) AS max_attempts,
+        q.dead_letter_queue,
+        (q.retention_ms IS NOT NULL OR q.deduplication_window_ms IS NOT NULL) AS keeps,
+        COALESCE(q.backoff_initial_ms, 1000) AS backoff_initial_ms,
+        COALESCE(q.backoff_multiplier, 2.0) AS backoff_multiplier,
+        COALESCE(q.backoff_max_ms, 600000) AS backoff_max_ms,
+        c.last_error,
+        octet_length(p.text) AS payload_bytes,
+        CASE WHEN l.id IN (SELECT id FROM to_claim) AND NOT l.head THEN l.priority END AS place_priority,
+        CASE WHEN l.id IN (SELECT id FROM to_claim) AND NOT l.head
+             THEN (extract(epoch FROM l.visible_at) * 1000000)::bigint END AS place_visible_at_us,
+        NULL::bigint AS next_due_ms,
+        (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1) AS next_key,
+        (SELECT count(*) FROM walked) = {batch} - (SELECT n FROM reserved) AS walk_full,
+        (SELECT lock_keys FROM slots_taken) AS slot_locks
+   FROM locked l
+   LEFT JOIN claimed c ON c.id = l.id
+  CROSS JOIN taken_from_the_dead
+   LEFT JOIN LATERAL (SELECT c.payload::text AS text) p ON true
+   LEFT JOIN pgqueue.queue q ON q.name = c.queue
+  ORDER BY c.priority, c.visible_at, l.id)
+UNION ALL
+SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL,
+       (SELECT ceil(extract(epoch FROM min(n.visible_at) - now()) * 1000)::bigint
+          FROM priorities p
+         CROSS JOIN LATERAL (
+                SELECT m.visible_at FROM pgqueue.message m
+                 WHERE m.queue = :queue AND m.priority = p.priority
+                   AND m.visible_at > now() AND m.visible_at < 'infinity'
+                 ORDER BY m.visible_at LIMIT 1) n),
+       NULL, NULL, NULL
+ WHERE NOT EXISTS (SELECT 1 FROM locked);
+
+
 -- name: claim_walk_after
 -- claim_walk, going on from where this poller's last full claim ended: in that claim's last
 -- priority (:after_priority) and after its last row in the claim index (:after_visible_at_us,

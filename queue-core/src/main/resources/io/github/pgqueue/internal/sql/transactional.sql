@@ -144,6 +144,213 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
                  ORDER BY m.visible_at LIMIT 1) n)
  WHERE NOT EXISTS (SELECT 1 FROM taken);
 
+-- name: claim_fair
+-- claim_walk for a queue whose definition names a concurrency key (V25), as session.sql's
+-- claim_fair: walked takes the batch but for the reserved rows after the cursor (from the head
+-- without one), as claim_walk or claim_walk_after walks; heads takes, for each key the walk did not
+-- reach, round robin in descending key order before :after_key, its first message a claim may take
+-- after the cursor, with claim_walk's tests (the snapshot's writers, the FIFO head) before its
+-- transaction lock. A queue with a max_in_flight_per_key (V25) also has each message take one of
+-- its key's slots for the transaction (take_slot), after the message's own lock: a message whose
+-- key has no slot left keeps the message lock until the transaction ends but is not claimed. Every
+-- row says the last key the heads served (next_key); claimed rows say whether a head took them
+-- (head: the poller's cursor goes on after the walk only) and whether the walk took all it could
+-- (walk_full: the claim counts as full).
+WITH RECURSIVE cursor AS (SELECT :after_priority::int AS priority,
+                                 COALESCE('epoch'::timestamptz + :after_visible_at_us::bigint * interval '1 microsecond',
+                                          '-infinity'::timestamptz) AS visible_at,
+                                 COALESCE(:after_id::bigint, 0) AS id),
+all_priorities AS (
+    (SELECT priority FROM pgqueue.message
+      WHERE queue = :queue AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
+      ORDER BY priority LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.priority FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.priority > p.priority
+             ORDER BY m.priority LIMIT 1)
+      FROM all_priorities p
+     WHERE p.priority IS NOT NULL
+),
+priorities AS (
+    SELECT priority FROM all_priorities WHERE priority IS NOT NULL AND :after_priority::int IS NULL
+    UNION ALL
+    SELECT c.priority FROM cursor c
+     WHERE c.priority IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM pgqueue.message WHERE queue = :queue AND priority < c.priority)
+       AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
+),
+slots AS MATERIALIZED (
+    SELECT (SELECT q.max_in_flight_per_key FROM pgqueue.queue q WHERE q.name = :queue) AS per_key
+),
+keys_before AS (
+    (SELECT m.concurrency_key AS key FROM pgqueue.message m
+      WHERE m.queue = :queue AND m.concurrency_key < :after_key
+        AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
+      ORDER BY m.concurrency_key DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.concurrency_key FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.concurrency_key < k.key
+             ORDER BY m.concurrency_key DESC LIMIT 1)
+      FROM keys_before k
+     WHERE k.key IS NOT NULL
+),
+keys_from_last AS (
+    (SELECT m.concurrency_key AS key FROM pgqueue.message m
+      WHERE m.queue = :queue AND m.concurrency_key IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
+      ORDER BY m.concurrency_key DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.concurrency_key FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.concurrency_key < k.key
+             ORDER BY m.concurrency_key DESC LIMIT 1)
+      FROM keys_from_last k
+     WHERE k.key IS NOT NULL AND k.key >= :after_key
+),
+keys AS MATERIALIZED (
+    SELECT k.key, k.part FROM ((SELECT key, 1 AS part FROM keys_before WHERE key IS NOT NULL LIMIT {batch})
+                               UNION ALL
+                               (SELECT key, 2 FROM keys_from_last WHERE key IS NOT NULL AND key >= :after_key LIMIT {batch})) k
+     ORDER BY k.part, k.key DESC
+     LIMIT {batch}
+),
+reserved AS MATERIALIZED (
+    SELECT CASE WHEN count(*) > 1 THEN least(count(*) - 1, {batch} / 2) ELSE 0 END AS n FROM keys
+),
+walked AS MATERIALIZED (
+    SELECT w.id, w.priority, w.visible_at, w.n, w.n < {batch} + 1000 AS taken, w.concurrency_key,
+           w.n < {batch} + 1000
+           AND ((w.claim_open AND w.claimed_at > pg_postmaster_start_time())
+                OR w.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
+                              FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())
+                OR CASE WHEN w.xmax = '0'::xid OR NOT pgqueue.locker_aborted(w.xmax) THEN false
+                        ELSE pgqueue.consumer_aborted(w.xmax) END) AS suspect
+      FROM priorities p
+     CROSS JOIN cursor c
+     CROSS JOIN LATERAL (
+            SELECT m.id, m.queue, m.priority, m.visible_at, m.xmax, m.group_key, m.previous_id,
+                   m.claim_open, m.claimed_at, m.concurrency_key, row_number() OVER (ORDER BY m.visible_at, m.id) AS n
+              FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.priority = p.priority AND m.visible_at <= now()
+               AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
+               AND (m.visible_at, m.id) > (c.visible_at, c.id)
+             ORDER BY m.visible_at, m.id
+             LIMIT {batch} + 1000) w
+     WHERE CASE WHEN w.n = {batch} + 1000 THEN true
+                WHEN (w.xmax <> '0'::xid
+                      AND (w.xmax::text::bigint = ANY (ARRAY(SELECT x::text::bigint & 4294967295
+                                                               FROM pg_snapshot_xip(pg_current_snapshot()) x))
+                           OR ((w.xmax::text::bigint - (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint))
+                               & 4294967295) < 2147483648)) THEN false
+                WHEN w.group_key IS NOT NULL
+                     AND (SELECT o.id FROM pgqueue.message o
+                           WHERE o.queue = w.queue AND o.group_key = w.group_key AND o.id < w.id
+                             AND o.id >= COALESCE(w.previous_id, 0)
+                           ORDER BY o.id DESC LIMIT 1) IS NOT NULL THEN false
+                WHEN w.concurrency_key IS NULL OR (SELECT per_key FROM slots) IS NULL
+                THEN pg_try_advisory_xact_lock(:namespace, w.id::bit(32)::int4)
+                ELSE pg_try_advisory_xact_lock(:namespace, w.id::bit(32)::int4)
+                     AND pgqueue.take_slot(:namespace, :queue, w.concurrency_key, (SELECT per_key FROM slots), true) IS NOT NULL END
+     LIMIT {batch} - (SELECT n FROM reserved)
+),
+heads AS MATERIALIZED (
+    SELECT h.id, h.priority, h.visible_at, k.key, k.part,
+           ((h.claim_open AND h.claimed_at > pg_postmaster_start_time())
+            OR h.id IN (SELECT unnest(CASE WHEN o.in_turn THEN o.ids[1:1] ELSE o.ids END)
+                          FROM pgqueue.holding o WHERE o.opened_at > pg_postmaster_start_time())
+            OR CASE WHEN h.xmax = '0'::xid OR NOT pgqueue.locker_aborted(h.xmax) THEN false
+                    ELSE pgqueue.consumer_aborted(h.xmax) END) AS suspect
+      FROM keys k
+     CROSS JOIN cursor c
+     CROSS JOIN LATERAL (
+            SELECT m.id, m.priority, m.visible_at, m.xmax, m.claim_open, m.claimed_at
+              FROM pgqueue.message m
+             WHERE m.queue = :queue AND m.concurrency_key = k.key AND m.visible_at <= now()
+               AND (m.concurrency_key, m.priority, m.visible_at, m.id)
+                   > (k.key, COALESCE(c.priority, -2147483648), c.visible_at, c.id) -- the concurrency index's columns
+               AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
+               AND NOT (m.xmax <> '0'::xid
+                        AND (m.xmax::text::bigint = ANY (ARRAY(SELECT x::text::bigint & 4294967295
+                                                                 FROM pg_snapshot_xip(pg_current_snapshot()) x))
+                             OR ((m.xmax::text::bigint - (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint))
+                                 & 4294967295) < 2147483648))
+               AND (m.group_key IS NULL
+                    OR (SELECT o.id FROM pgqueue.message o
+                         WHERE o.queue = m.queue AND o.group_key = m.group_key AND o.id < m.id
+                           AND o.id >= COALESCE(m.previous_id, 0)
+                         ORDER BY o.id DESC LIMIT 1) IS NULL)
+               AND pg_try_advisory_xact_lock(:namespace, m.id::bit(32)::int4)
+               AND ((SELECT per_key FROM slots) IS NULL
+                    OR pgqueue.take_slot(:namespace, :queue, m.concurrency_key, (SELECT per_key FROM slots), true) IS NOT NULL)
+             ORDER BY m.priority, m.visible_at, m.id
+             LIMIT 1) h
+     WHERE k.key NOT IN (SELECT concurrency_key FROM walked WHERE taken AND concurrency_key IS NOT NULL)
+     LIMIT {batch} - (SELECT count(*) FROM walked WHERE taken)
+),
+taken AS (
+    SELECT id, suspect FROM heads
+    UNION ALL
+    SELECT id, suspect FROM walked WHERE taken
+),
+listed_by_dead AS MATERIALIZED (
+    SELECT pgqueue.listed_by_the_dead(ARRAY(SELECT id FROM taken)) AS ids WHERE EXISTS (SELECT 1 FROM taken)
+),
+suspicion AS (
+    SELECT t.id, t.suspect OR COALESCE(t.id = ANY ((SELECT ids FROM listed_by_dead)::bigint[]), false) AS suspect
+      FROM taken t
+),
+claimed AS (
+    SELECT m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
+           m.max_attempts, m.created_at, m.last_error
+      FROM pgqueue.message m
+     WHERE m.id = ANY (ARRAY(SELECT id FROM suspicion WHERE NOT suspect))
+       AND (m.queue = :queue) IS TRUE AND m.visible_at <= now()
+       AND NOT (m.claim_open AND m.claimed_at > pg_postmaster_start_time())
+       FOR UPDATE OF m SKIP LOCKED
+)
+(SELECT c.id, 'claimed' AS kind,
+        CASE WHEN octet_length(p.text) <= :payload_limit THEN p.text END AS payload,
+        c.headers::text AS headers, c.priority, c.attempts + 1 AS attempt, c.created_at,
+        COALESCE(c.max_attempts, q.max_attempts, 5) AS max_attempts,
+        q.dead_letter_queue,
+        (q.retention_ms IS NOT NULL OR q.deduplication_window_ms IS NOT NULL) AS keeps,
+        COALESCE(q.backoff_initial_ms, 1000) AS backoff_initial_ms,
+        COALESCE(q.backoff_multiplier, 2.0) AS backoff_multiplier,
+        COALESCE(q.backoff_max_ms, 600000) AS backoff_max_ms,
+        c.last_error,
+        octet_length(p.text) AS payload_bytes,
+        (extract(epoch FROM c.visible_at) * 1000000)::bigint AS visible_at_us,
+        NULL::int AS groups_scanned,
+        NULL::bigint AS next_due_ms,
+        (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1) AS next_key,
+        c.id IN (SELECT id FROM heads) AS head,
+        (SELECT count(*) FROM walked WHERE taken) = {batch} - (SELECT n FROM reserved) AS walk_full
+   FROM claimed c
+   LEFT JOIN LATERAL (SELECT c.payload::text AS text) p ON true
+   LEFT JOIN pgqueue.queue q ON q.name = c.queue
+  ORDER BY c.priority, c.visible_at, c.id)
+UNION ALL
+SELECT id, 'suspect', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1), NULL, NULL
+  FROM suspicion WHERE suspect
+UNION ALL
+(SELECT e.id, 'window_end', NULL, NULL, e.priority, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+        (extract(epoch FROM e.visible_at) * 1000000)::bigint,
+        NULL, NULL, (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1), NULL, NULL
+   FROM walked e
+  WHERE NOT e.taken
+  ORDER BY e.priority LIMIT 1)
+UNION ALL
+SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       (SELECT ceil(extract(epoch FROM min(n.visible_at) - now()) * 1000)::bigint
+          FROM priorities p
+         CROSS JOIN LATERAL (
+                SELECT m.visible_at FROM pgqueue.message m
+                 WHERE m.queue = :queue AND m.priority = p.priority
+                   AND m.visible_at > now() AND m.visible_at < 'infinity'
+                 ORDER BY m.visible_at LIMIT 1) n),
+       NULL, NULL, NULL
+ WHERE NOT EXISTS (SELECT 1 FROM taken);
+
 -- name: claim_walk_after
 -- claim_walk, going on from a cursor (:after_priority, :after_visible_at_us, :after_id): where
 -- this poller's last full batch ended, or the last row of a window its last claim walked to the
@@ -626,5 +833,15 @@ SELECT id, CASE WHEN NOT park THEN pg_notify(:channel, queue) END FROM moved WHE
 
 -- name: lock_claimed
 -- In the transaction that runs a suspect, whose advisory lock another session of the same poller
--- holds: the row lock fences it from consumers that skip locked rows.
-SELECT id FROM pgqueue.message WHERE id = :id AND (queue = :queue) IS TRUE FOR UPDATE;
+-- holds: the row lock fences it from consumers that skip locked rows. A keyed message of a queue
+-- with a max_in_flight_per_key (V25) also takes one of its key's slots for the transaction, as the
+-- fair claims do: slotted is false when none is free (the caller ends the transaction and tries
+-- again later).
+SELECT m.id,
+       CASE WHEN m.concurrency_key IS NULL OR q.max_in_flight_per_key IS NULL THEN true
+            ELSE pgqueue.take_slot(:namespace, :queue, m.concurrency_key, q.max_in_flight_per_key, true) IS NOT NULL
+       END AS slotted
+  FROM pgqueue.message m
+  LEFT JOIN pgqueue.queue q ON q.name = m.queue
+ WHERE m.id = :id AND (m.queue = :queue) IS TRUE
+   FOR UPDATE OF m;

@@ -8,6 +8,7 @@ import io.github.pgqueue.ArchiveSearch;
 import io.github.pgqueue.ArchivedMessage;
 import io.github.pgqueue.MessageArchive;
 import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueStats;
 import io.github.pgqueue.ScheduleDefinition;
 import io.github.pgqueue.ScheduleInfo;
@@ -49,7 +50,8 @@ public class PgQueueEndpoint {
 
 	/**
 	 * The declared queues with their policy (a limited queue's rate limit, its burst and how many of
-	 * its ready messages wait for the limit), pause state and stats, the listeners with their state,
+	 * its ready messages wait for the limit; a keyed queue's concurrency key header and its limit per
+	 * key, null for none), pause state and stats, the listeners with their state,
 	 * and the schedules with their next tick and what they sent.
 	 */
 	@ReadOperation
@@ -77,6 +79,11 @@ public class PgQueueEndpoint {
 				queue.put("rateLimit", limit.limit().toString());
 				queue.put("rateLimitBurst", limit.limit().burst());
 				queue.put("waitingForRateLimit", limit.waiting());
+			}
+			QueueDefinition.ConcurrencyKey key = info.definition().concurrencyKey();
+			if (key != null) {
+				queue.put("concurrencyKey", key.header());
+				queue.put("maxInFlightPerKey", key.maxInFlight());
 			}
 			queues.put(info.definition().name(), queue);
 		}

@@ -281,6 +281,19 @@ public class PgQueueProperties {
 		 */
 		private String rateLimit;
 
+		/**
+		 * The name of the header whose value is each message's concurrency key: consumers then take
+		 * the queue's messages round robin across keys, so that one key's backlog does not hold back
+		 * the others; none by default. Messages without the header have no key.
+		 */
+		private String concurrencyKey;
+
+		/**
+		 * The most messages of one concurrency key the queue's consumers in every JVM together hold
+		 * at once, at least 1; no limit by default. Needs concurrency-key.
+		 */
+		private Integer maxInFlightPerKey;
+
 		public ConsumptionMode getMode() {
 			return this.mode;
 		}
@@ -339,6 +352,22 @@ public class PgQueueProperties {
 
 		public void setRateLimit(String rateLimit) {
 			this.rateLimit = rateLimit;
+		}
+
+		public String getConcurrencyKey() {
+			return this.concurrencyKey;
+		}
+
+		public void setConcurrencyKey(String concurrencyKey) {
+			this.concurrencyKey = concurrencyKey;
+		}
+
+		public Integer getMaxInFlightPerKey() {
+			return this.maxInFlightPerKey;
+		}
+
+		public void setMaxInFlightPerKey(Integer maxInFlightPerKey) {
+			this.maxInFlightPerKey = maxInFlightPerKey;
 		}
 
 	}

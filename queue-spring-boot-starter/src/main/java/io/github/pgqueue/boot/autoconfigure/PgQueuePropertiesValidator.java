@@ -24,7 +24,7 @@ final class PgQueuePropertiesValidator {
 	/** The properties of one queue under {@code pgqueue.queues.<name>}, in canonical form. */
 	private static final List<String> QUEUE_PROPERTIES = List.of("mode", "transaction-timeout", "max-attempts", "backoff",
 			"backoff.initial", "backoff.multiplier", "backoff.max", "dead-letter-queue", "deduplication-window", "retention",
-			"rate-limit");
+			"rate-limit", "concurrency-key", "max-in-flight-per-key");
 
 	private static final ConfigurationPropertyName QUEUES = ConfigurationPropertyName.of("pgqueue.queues");
 
@@ -276,8 +276,26 @@ final class PgQueuePropertiesValidator {
 						ex.getMessage());
 			}
 		}
-		return new QueueDefinition(name, queue.getMaxAttempts(), backoff.getInitial(), backoff.getMultiplier(),
-				backoff.getMax(), queue.getDeadLetterQueue(), window, retention, rateLimit);
+		QueueDefinition definition = new QueueDefinition(name, queue.getMaxAttempts(), backoff.getInitial(),
+				backoff.getMultiplier(), backoff.getMax(), queue.getDeadLetterQueue(), window, retention, rateLimit);
+		return concurrencyKey(prefix, definition, queue);
+	}
+
+	/** {@code definition} with the concurrency key of {@code queue}, if it names one. */
+	private static QueueDefinition concurrencyKey(String prefix, QueueDefinition definition, PgQueueProperties.Queue queue) {
+		String header = queue.getConcurrencyKey();
+		Integer maxInFlight = queue.getMaxInFlightPerKey();
+		if (header == null) {
+			if (maxInFlight != null) {
+				throw new InvalidConfigurationPropertyValueException(prefix + ".max-in-flight-per-key", maxInFlight,
+						prefix + ".max-in-flight-per-key is set but " + prefix + ".concurrency-key is not; name the "
+								+ "header whose value is the key");
+			}
+			return definition;
+		}
+		QueueDefinition keyed = check(prefix + ".concurrency-key", header, () -> definition.withConcurrencyKey(header));
+		return (maxInFlight != null) ? check(prefix + ".max-in-flight-per-key", maxInFlight,
+				() -> keyed.withConcurrencyKey(header, maxInFlight)) : keyed;
 	}
 
 }

@@ -8,6 +8,7 @@ import javax.sql.DataSource;
 
 import io.github.pgqueue.Acknowledgment;
 import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueMessage;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.RateLimit;
@@ -30,6 +31,7 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 import static org.awaitility.Awaitility.await;
 
 @ExtendWith(PostgresExtension.class)
@@ -197,6 +199,55 @@ class PgQueueAutoConfigurationTests {
 			.run((context) -> assertThat(failureMessages(context)).contains("unknown unit 'x'"));
 		this.runner.withPropertyValues("pgqueue.queues.emails.rate-limit=0/s")
 			.run((context) -> assertThat(failureMessages(context)).contains("at least 1 message per second, was 0"));
+	}
+
+	@Test
+	void aConcurrencyKeyAndItsLimitPerKeyAreDeclaredWithTheQueue() {
+		this.runner.withPropertyValues("pgqueue.queues.emails.concurrency-key=tenant",
+				"pgqueue.queues.emails.max-in-flight-per-key=2", "pgqueue.queues.invoices.concurrency-key=region")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context.getBean(QueueAdmin.class).list()).extracting((info) -> info.definition().name(),
+						(info) -> info.definition().concurrencyKey())
+					.containsExactly(tuple("emails", new QueueDefinition.ConcurrencyKey("tenant", 2)),
+							tuple("invoices", new QueueDefinition.ConcurrencyKey("region", null)));
+			});
+		this.runner.run((context) -> assertThat(context.getBean(QueueAdmin.class).list())
+			.filteredOn((info) -> info.definition().name().equals("emails")).singleElement()
+			.satisfies((info) -> assertThat(info.definition().concurrencyKey()).as("taken out of the properties")
+				.isNull()));
+	}
+
+	@Test
+	void aLimitPerKeyWithoutAConcurrencyKeyFailsStartupNamingBothProperties() {
+		this.runner.withPropertyValues("pgqueue.queues.emails.max-in-flight-per-key=2")
+			.run((context) -> assertThat(failureMessages(context))
+				.contains(InvalidConfigurationPropertyValueException.class.getSimpleName())
+				.contains("pgqueue.queues.emails.max-in-flight-per-key is set but pgqueue.queues.emails.concurrency-key "
+						+ "is not; name the header whose value is the key"));
+	}
+
+	@Test
+	void aBadConcurrencyKeyOrLimitPerKeyFailsStartupNamingTheProperty() {
+		for (String bad : List.of("0", "-1")) {
+			this.runner.withPropertyValues("pgqueue.queues.emails.concurrency-key=tenant",
+					"pgqueue.queues.emails.max-in-flight-per-key=" + bad)
+				.run((context) -> assertThat(failureMessages(context))
+					.contains(InvalidConfigurationPropertyValueException.class.getSimpleName())
+					.contains("Property pgqueue.queues.emails.max-in-flight-per-key with value '" + bad + "' is invalid")
+					.contains("Queue 'emails': max in flight per key must be at least 1, was " + bad));
+		}
+		this.runner.withPropertyValues("pgqueue.queues.emails.concurrency-key=tenant",
+				"pgqueue.queues.emails.max-in-flight-per-key=two")
+			.run((context) -> assertThat(failureMessages(context)).contains("pgqueue.queues.emails.max-in-flight-per-key"));
+		this.runner.withPropertyValues("pgqueue.queues.emails.concurrency-key=" + "h".repeat(201))
+			.run((context) -> assertThat(failureMessages(context))
+				.contains(InvalidConfigurationPropertyValueException.class.getSimpleName())
+				.contains("pgqueue.queues.emails.concurrency-key")
+				.contains("concurrency key header must be at most 200 characters, was 201"));
+		this.runner.withPropertyValues("pgqueue.queues.emails.concurrency-key= ")
+			.run((context) -> assertThat(failureMessages(context)).contains("pgqueue.queues.emails.concurrency-key")
+				.contains("concurrency key header must name a header"));
 	}
 
 	static class Listeners {

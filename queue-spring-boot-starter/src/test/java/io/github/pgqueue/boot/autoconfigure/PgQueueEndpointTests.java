@@ -66,6 +66,24 @@ class PgQueueEndpointTests {
 
 	@Test
 	@SuppressWarnings("unchecked")
+	void itShowsEachQueuesConcurrencyKeyAndItsLimitPerKey() {
+		this.runner.withPropertyValues("management.endpoints.web.exposure.include=pgqueue",
+				"pgqueue.queues.endpoint-limited.concurrency-key=tenant",
+				"pgqueue.queues.endpoint-limited.max-in-flight-per-key=2",
+				"pgqueue.queues.endpoint-keyed.concurrency-key=region").run((context) -> {
+			Map<String, Object> queues = (Map<String, Object>) context.getBean(PgQueueEndpoint.class).pgqueue().get("queues");
+			assertThat((Map<String, Object>) queues.get("endpoint-limited")).containsEntry("concurrencyKey", "tenant")
+				.containsEntry("maxInFlightPerKey", 2);
+			assertThat((Map<String, Object>) queues.get("endpoint-keyed")).as("a key without a limit per key")
+				.containsEntry("concurrencyKey", "region")
+				.containsEntry("maxInFlightPerKey", null);
+			assertThat((Map<String, Object>) queues.get("endpoint-mail")).doesNotContainKeys("concurrencyKey",
+					"maxInFlightPerKey");
+		});
+	}
+
+	@Test
+	@SuppressWarnings("unchecked")
 	void itListsQueuesAndListenersAndPausesResumesAndRedrivesAQueue() {
 		this.runner.withPropertyValues("management.endpoints.web.exposure.include=pgqueue").run((context) -> {
 			PgQueueEndpoint endpoint = context.getBean(PgQueueEndpoint.class);

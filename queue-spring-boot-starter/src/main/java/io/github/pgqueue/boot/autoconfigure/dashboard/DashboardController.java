@@ -114,8 +114,10 @@ final class DashboardController {
 		}
 		Map<String, QueueAdmin.RateLimitState> limits = new LinkedHashMap<>();
 		this.admin.rateLimits().forEach((state) -> limits.put(state.queue(), state));
+		Map<String, DashboardRepository.ConcurrencyKey> keys = this.repository.concurrencyKeys();
 		List<Map<String, Object>> rows = stats.stream().map((s) -> {
 			QueueAdmin.RateLimitState limit = limits.get(s.queue());
+			DashboardRepository.ConcurrencyKey key = keys.get(s.queue());
 			Map<String, Object> row = new LinkedHashMap<>();
 			row.put("queue", s.queue());
 			row.put("ready", s.ready());
@@ -125,6 +127,8 @@ final class DashboardController {
 			row.put("oldestReadyAgeSeconds", s.oldestReadyAge().toMillis() / 1000.0);
 			row.put("rateLimit", (limit != null) ? limit.limit().toString() : null);
 			row.put("waitingForRateLimit", (limit != null) ? limit.waiting() : 0);
+			row.put("concurrencyKey", (key != null) ? key.header() : null);
+			row.put("maxInFlightPerKey", (key != null) ? key.maxInFlight() : null);
 			return row;
 		}).toList();
 		return Map.of("queues", rows, "minutes", this.rates.lastHour());

@@ -3,7 +3,9 @@ package io.github.pgqueue.boot.autoconfigure.dashboard;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Timestamp;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 import io.github.pgqueue.QueueTemplate;
@@ -26,6 +28,8 @@ final class DashboardRepository {
 	private final String queueNames;
 
 	private final String policy;
+
+	private final String concurrencyKeys;
 
 	private final String countMessages;
 
@@ -58,8 +62,14 @@ final class DashboardRepository {
 				SELECT q.max_attempts, q.backoff_initial_ms, q.backoff_multiplier, q.backoff_max_ms,
 				       COALESCE(q.dead_letter_queue, %1$s.default_dead_letter_queue(q.name)), q.updated_at,
 				       q.deduplication_window_ms, q.retention_ms,
-				       q.rate_limit_permits || CASE q.rate_limit_period_ms WHEN 1000 THEN '/s' ELSE '/m' END
+				       q.rate_limit_permits || CASE q.rate_limit_period_ms WHEN 1000 THEN '/s' ELSE '/m' END,
+				       q.concurrency_key, q.max_in_flight_per_key
 				  FROM %1$s.queue q WHERE q.name = ?""".formatted(s);
+
+		// The queues whose messages are keyed for fair claims: the key's header and the limit per key.
+		this.concurrencyKeys = """
+				SELECT q.name, q.concurrency_key, q.max_in_flight_per_key
+				  FROM %1$s.queue q WHERE q.concurrency_key IS NOT NULL""".formatted(s);
 
 		// 1 queue.
 		this.countMessages = "SELECT count(*) FROM %s.message WHERE queue = ?".formatted(s);
@@ -98,9 +108,19 @@ final class DashboardRepository {
 
 	Optional<Policy> policy(String queue) {
 		return this.jdbc.query(this.policy, (rs, row) -> new Policy(rs.getInt(1), rs.getLong(2), rs.getDouble(3),
-				rs.getLong(4), rs.getString(5), instant(rs.getTimestamp(6)), (Long) rs.getObject(7), (Long) rs.getObject(8), rs.getString(9)), queue)
+				rs.getLong(4), rs.getString(5), instant(rs.getTimestamp(6)), (Long) rs.getObject(7), (Long) rs.getObject(8),
+				rs.getString(9), rs.getString(10), (Integer) rs.getObject(11)), queue)
 			.stream()
 			.findFirst();
+	}
+
+	/** The concurrency key of every keyed queue, by name. */
+	Map<String, ConcurrencyKey> concurrencyKeys() {
+		Map<String, ConcurrencyKey> keys = new HashMap<>();
+		this.jdbc.query(this.concurrencyKeys, (rs) -> {
+			keys.put(rs.getString(1), new ConcurrencyKey(rs.getString(2), (Integer) rs.getObject(3)));
+		});
+		return keys;
 	}
 
 	long countMessages(String queue) {
@@ -138,10 +158,16 @@ final class DashboardRepository {
 
 	/**
 	 * A queue's stored policy; {@code deduplicationWindowMs} and {@code retentionMs} null for none,
-	 * {@code rateLimit} as {@code 100/s} or {@code 6000/m}, null for none.
+	 * {@code rateLimit} as {@code 100/s} or {@code 6000/m}, null for none; {@code concurrencyKey} the
+	 * header whose value is each message's key, {@code maxInFlightPerKey} its limit, null for none.
 	 */
 	record Policy(int maxAttempts, long backoffInitialMs, double backoffMultiplier, long backoffMaxMs,
-			String deadLetterQueue, String updatedAt, Long deduplicationWindowMs, Long retentionMs, String rateLimit) {
+			String deadLetterQueue, String updatedAt, Long deduplicationWindowMs, Long retentionMs, String rateLimit,
+			String concurrencyKey, Integer maxInFlightPerKey) {
+	}
+
+	/** A keyed queue's header, and its limit per key (null for none). */
+	record ConcurrencyKey(String header, Integer maxInFlight) {
 	}
 
 	/**

@@ -212,6 +212,33 @@ class DashboardApiIntegrationTests {
 	}
 
 	@Test
+	void showsEachQueuesConcurrencyKeyAndItsLimitPerKey() {
+		this.runner.withPropertyValues("pgqueue.queues.api.concurrency-key=tenant",
+				"pgqueue.queues.api.max-in-flight-per-key=2", "pgqueue.queues.kept.concurrency-key=region")
+			.run((context) -> {
+				MockMvc mvc = MockMvcBuilders.webAppContextSetup(context).apply(springSecurity()).build();
+
+				mvc.perform(get("/pgqueue/api/queues").with(this.admin))
+					.andExpect(status().isOk())
+					.andExpect(jsonPath("$.queues[?(@.queue == 'api')].concurrencyKey").value("tenant"))
+					.andExpect(jsonPath("$.queues[?(@.queue == 'api')].maxInFlightPerKey").value(2))
+					.andExpect(jsonPath("$.queues[?(@.queue == 'kept')].concurrencyKey").value("region"))
+					.andExpect(jsonPath("$.queues[?(@.queue == 'kept')].maxInFlightPerKey").value(
+							org.hamcrest.Matchers.contains(org.hamcrest.Matchers.nullValue())))
+					.andExpect(jsonPath("$.queues[?(@.queue == 'other')].concurrencyKey").value(
+							org.hamcrest.Matchers.contains(org.hamcrest.Matchers.nullValue())));
+				mvc.perform(get("/pgqueue/api/queue").param("name", "api").with(this.admin))
+					.andExpect(jsonPath("$.policy.concurrencyKey").value("tenant"))
+					.andExpect(jsonPath("$.policy.maxInFlightPerKey").value(2));
+				mvc.perform(get("/pgqueue/api/queue").param("name", "kept").with(this.admin))
+					.andExpect(jsonPath("$.policy.concurrencyKey").value("region"))
+					.andExpect(jsonPath("$.policy.maxInFlightPerKey").doesNotExist());
+				mvc.perform(get("/pgqueue/api/queue").param("name", "other").with(this.admin))
+					.andExpect(jsonPath("$.policy.concurrencyKey").doesNotExist());
+			});
+	}
+
+	@Test
 	void aListenerStartTheRegistryRefusesIsAConflictThatSaysWhy() {
 		this.runner.withUserConfiguration(LaterListener.class).run((context) -> {
 			MockMvc mvc = MockMvcBuilders.webAppContextSetup(context).apply(springSecurity()).build();

@@ -392,6 +392,7 @@ public final class ConsumerSession implements AutoCloseable {
 		List<ClaimedMessage> deliverable = new ArrayList<>();
 		List<DeadLetter> letters = new ArrayList<>();
 		Duration nextVisible = null;
+		boolean settled = false;
 		ClaimCursor last = null;
 		int raced = 0;
 		boolean inTurn = false;
@@ -413,6 +414,7 @@ public final class ConsumerSession implements AutoCloseable {
 				if (kind.equals("next_due")) {
 					long ms = rs.getLong("next_due_ms");
 					nextVisible = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, ms));
+					settled = true;
 					continue;
 				}
 				ClaimCursor place = placed ? ClaimCursor.ofChosen(rs) : null;
@@ -447,7 +449,7 @@ public final class ConsumerSession implements AutoCloseable {
 			deadLetter(letters);
 		}
 		this.lastAliveCheck = System.nanoTime();
-		return new Claim(deliverable, letters.size(), nextVisible, last, raced, inTurn);
+		return new Claim(deliverable, letters.size(), nextVisible, settled, last, raced, inTurn);
 	}
 
 	/**
@@ -762,9 +764,10 @@ public final class ConsumerSession implements AutoCloseable {
 	}
 
 	/**
-	 * The outcome of a claim: the messages to deliver, how many were dead-lettered instead, when
-	 * nothing could be claimed how long until the queue's next delayed message becomes visible
-	 * (null when none is waiting or it is unknown), where the furthest row a batch claim chose is in
+	 * The outcome of a claim: the messages to deliver, how many were dead-lettered instead, how long
+	 * until the queue's next delayed message becomes visible (null when none is waiting or it is
+	 * unknown), whether the claim was settled (it said so: nothing more that a claim right after it
+	 * could find, and the next due time known; see the claim's comment), where the furthest row a batch claim chose is in
 	 * the claim index (null when it chose none), how many rows it chose that the re-check found
 	 * gone, and whether the messages are to be handed out in turn.
 	 * <p>
@@ -775,8 +778,8 @@ public final class ConsumerSession implements AutoCloseable {
 	 * message that kills its consumer costs the others nothing. Handed out together, the others
 	 * would be counted with it at each death.
 	 */
-	public record Claim(List<ClaimedMessage> messages, int deadLettered, Duration nextVisibleIn, ClaimCursor last,
-			int raced, boolean inTurn) {
+	public record Claim(List<ClaimedMessage> messages, int deadLettered, Duration nextVisibleIn, boolean settled,
+			ClaimCursor last, int raced, boolean inTurn) {
 
 		/**
 		 * Whether the claim locked rows but the re-check skipped them all: they were being

@@ -50,6 +50,11 @@ public final class Linger {
 		this.nextMillis = busy ? FIRST_MILLIS : 0;
 	}
 
+	/** Whether the poller, busy when it last found work, lingers after its next claim that finds none. */
+	public boolean lingers() {
+		return this.nextMillis != 0;
+	}
+
 	/** How long to wait before claiming again while lingering; null when not (or no longer) lingering. */
 	public Duration next() {
 		if (this.nextMillis == 0) {

@@ -27,9 +27,13 @@ interface ConsumptionStrategy extends AutoCloseable {
 	 * @param claimAgain whether the poller is to claim from the queue again at once rather than wait:
 	 * its batch was full (so siblings should poll too), or, in transactional mode, the claim has
 	 * more of the queue to walk
-	 * @param nextVisibleIn when nothing was found, how long until the next delayed message is due
+	 * @param settled whether the claim found all a claim right after it could find (none of its
+	 * messages was of a FIFO group, none was taken from under it, it went on from no cursor): what
+	 * comes later is announced by a notification, so a poller that handled a short batch may wait
+	 * @param nextVisibleIn how long until the next delayed message is due, when the claim found
+	 * nothing or was settled; null when none is or it is not known
 	 */
-	record Polled(int handled, boolean claimAgain, Duration nextVisibleIn) {
+	record Polled(int handled, boolean claimAgain, boolean settled, Duration nextVisibleIn) {
 
 	}
 

@@ -112,6 +112,9 @@ final class PollLoop implements Runnable {
 	/** Whether a claim of the last poll is to be made again at once, even one that handed out nothing. */
 	private boolean claimAgain;
 
+	/** Whether every claim of the last poll was settled ({@link ConsumptionStrategy.Polled#settled()}). */
+	private boolean settled;
+
 	private PollLoop(QueueListenerEndpoint endpoint, Function<BooleanSupplier, ConsumptionStrategy> consumption,
 			boolean leader, Runnable wakeSiblings, BooleanSupplier paused, BooleanSupplier watched) {
 		this.endpoint = endpoint;
@@ -286,7 +289,10 @@ final class PollLoop implements Runnable {
 						this.linger.workFound(found);
 						this.handedSuspects = false;
 					}
-					else if (!this.claimAgain) {
+					// A quiet poller whose claims were settled waits after a short batch: a claim at once
+					// would find nothing that no notification announces. A busy one claims again, as one
+					// that found a full batch does.
+					if (!this.claimAgain && (found == 0 || this.settled && !this.linger.lingers())) {
 						this.handedSuspects = false;
 						Duration interval = this.endpoint.containerProperties().pollInterval();
 						Duration idle = this.watched.getAsBoolean() ? interval.multipliedBy(WATCHED_IDLE_FACTOR)
@@ -349,6 +355,7 @@ final class PollLoop implements Runnable {
 		int found = 0;
 		this.nextDue = null;
 		this.claimAgain = false;
+		this.settled = true;
 		this.refusedSuspects = false;
 		if (SUSPECTS.isHeldBy(this)) {
 			this.handedSuspects = true;
@@ -375,6 +382,7 @@ final class PollLoop implements Runnable {
 				if (polled.claimAgain()) {
 					this.claimAgain = true;
 				}
+				this.settled &= polled.settled();
 				if (polled.handled() > 0) {
 					found += polled.handled();
 					if (polled.claimAgain()) {

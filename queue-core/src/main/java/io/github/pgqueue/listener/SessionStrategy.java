@@ -77,7 +77,7 @@ final class SessionStrategy implements ConsumptionStrategy {
 		}
 		RateLimiter.Permit permit = this.limiter.take(queue, this.batchSize, this.tokens);
 		if (permit.max() == 0) {
-			return new Polled(0, false, permit.waitFor());
+			return new Polled(0, false, true, permit.waitFor());
 		}
 		ConsumerSession.Claim claim = this.session.claim(queue, permit.max(), mayTakeSuspects, this.filter);
 		this.metrics.processed(queue, Outcome.DEAD, claim.deadLettered());
@@ -92,9 +92,10 @@ final class SessionStrategy implements ConsumptionStrategy {
 		// Once the batch is completed: the session holds nothing, whatever becomes of this statement.
 		this.limiter.used(queue, permit, claim.messages().size() + claim.deadLettered(), this.tokens);
 		if (claim.messages().isEmpty()) {
-			return new Polled(0, false, claim.nextVisibleIn());
+			return new Polled(0, false, claim.settled(), claim.nextVisibleIn());
 		}
-		return new Polled(claim.messages().size(), claim.messages().size() == permit.max(), null);
+		return new Polled(claim.messages().size(), claim.messages().size() == permit.max(), claim.settled(),
+				claim.nextVisibleIn());
 	}
 
 	/**

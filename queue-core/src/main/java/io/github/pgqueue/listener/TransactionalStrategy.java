@@ -257,7 +257,7 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 	public Polled poll(String queue, boolean mayTakeSuspects) {
 		RateLimiter.Permit permit = this.limiter.take(queue, this.batchSize, this.tokens);
 		if (permit.max() == 0) {
-			return new Polled(0, false, permit.waitFor());
+			return new Polled(0, false, true, permit.waitFor());
 		}
 		Timer timer = this.metrics.timer(queue);
 		this.keyed.computeIfAbsent(queue, this::readKeying); // before the transaction, which begins with its isolation
@@ -277,7 +277,7 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 				handled += runSuspect(queue, id, timer);
 			}
 		}
-		return new Polled(handled, claimAgain(queue, batch, permit.max()), batch.nextVisibleIn);
+		return new Polled(handled, claimAgain(queue, batch, permit.max()), batch.settled, batch.nextVisibleIn);
 	}
 
 	/**
@@ -558,6 +558,7 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 						case "next_due" -> {
 							long ms = rs.getLong("next_due_ms");
 							batch.nextVisibleIn = rs.wasNull() ? null : Duration.ofMillis(Math.max(0, ms));
+							batch.settled = true;
 						}
 						default -> throw new IllegalStateException("Unknown row of a claim: " + rs.getString("kind"));
 					}
@@ -796,6 +797,9 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 		int groupsScanned = -1;
 
 		Duration nextVisibleIn;
+
+		/** Whether the claim said it found all a claim right after it could (see {@link Polled#settled()}). */
+		boolean settled;
 
 		int claimed;
 

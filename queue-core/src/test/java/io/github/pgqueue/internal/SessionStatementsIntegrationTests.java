@@ -290,6 +290,22 @@ class SessionStatementsIntegrationTests {
 	// claim_walk
 
 	@Test
+	void claimWalkThatComesBackShortSaysWhenTheNextMessageIsDue() throws SQLException {
+		long ready = send("short", 1);
+		send("short", 2, SendOptions.builder().delay(HOUR));
+		long head = send("short-grouped", 3, SendOptions.builder().group("g"));
+		send("short-grouped", 4, SendOptions.builder().group("g"));
+		Session session = newSession();
+
+		List<Map<String, Object>> rows = claim(this.sql.claimWalk, session, "short", 4, true, null, null, 16);
+
+		assertThat(rows).extracting("id", "kind").containsExactly(tuple(ready, "claimed"), tuple(null, "next_due"));
+		assertThat((Long) rows.get(1).get("next_due_ms")).isBetween(HOUR.toMillis() - 60_000, HOUR.toMillis());
+		assertThat(claim(this.sql.claimWalk, newSession(), "short-grouped", 4, true, null, null, 16)).as("a group's next message becomes its head once the claimed one is done: no next_due")
+			.extracting("id", "kind").containsExactly(tuple(head, "claimed"));
+	}
+
+	@Test
 	void claimWalk() throws SQLException {
 		this.jdbc.update("INSERT INTO pgqueue.queue (name, max_attempts, backoff_initial_ms, backoff_multiplier, "
 				+ "backoff_max_ms, dead_letter_queue) VALUES ('walk', 7, 50, 3.0, 9000, 'walk-dead')");
@@ -352,7 +368,7 @@ class SessionStatementsIntegrationTests {
 				this.payloadLimit);
 
 		assertThat(rows).extracting("id", "kind", "attempt")
-			.containsExactly(tuple(untouched, "claimed", 1), tuple(locked, "claimed", 1));
+			.containsExactly(tuple(untouched, "claimed", 1), tuple(locked, "claimed", 1), tuple(null, "next_due", null));
 		assertThat(message(untouched)).contains(entry("xmin", untouchedVersion), entry("claimed_at", null));
 		assertThat(message(locked)).as("its xmax is not 0: updated, its attempt not counted")
 			.contains(entry("attempts", 0), entry("claim_open", false));
@@ -401,7 +417,8 @@ class SessionStatementsIntegrationTests {
 		List<Map<String, Object>> rows = claim(this.sql.claimWalk, session, "no-suspects", 10, false, null, null,
 				this.payloadLimit);
 
-		assertThat(rows).extracting("id", "kind", "in_turn").containsExactly(tuple(fresh, "claimed", false));
+		assertThat(rows).extracting("id", "kind", "in_turn")
+			.containsExactly(tuple(fresh, "claimed", false), tuple(null, "next_due", null));
 		assertThat(lockedIds(session.pid(), this.namespace)).containsExactly(fresh);
 		assertThat(message(open)).contains(entry("attempts", 1), entry("claim_open", true));
 		assertThat(message(listed)).contains(entry("attempts", 0));
@@ -479,6 +496,22 @@ class SessionStatementsIntegrationTests {
 	}
 
 	// claim_scanning_heads
+
+	@Test
+	void claimScanningHeadsThatComesBackShortSaysWhenTheNextMessageIsDueWhereTheQueueHasNoGroups() throws SQLException {
+		long ready = send("scan-short", 1);
+		send("scan-short", 2, SendOptions.builder().delay(HOUR));
+		long plain = send("scan-short-grouped", 3);
+		send("scan-short-grouped", 4, SendOptions.builder().group("g").delay(HOUR));
+
+		List<Map<String, Object>> rows = claim(this.sql.claimScanningHeads, newSession(), "scan-short", 4, true, null,
+				null, 16);
+
+		assertThat(rows).extracting("id", "kind").containsExactly(tuple(ready, "claimed"), tuple(null, "next_due"));
+		assertThat((Long) rows.get(1).get("next_due_ms")).isBetween(HOUR.toMillis() - 60_000, HOUR.toMillis());
+		assertThat(claim(this.sql.claimScanningHeads, newSession(), "scan-short-grouped", 4, true, null, null, 16))
+			.as("a queue with a group: no next_due").extracting("id", "kind").containsExactly(tuple(plain, "claimed"));
+	}
 
 	@Test
 	void claimScanningHeads() throws SQLException {
@@ -820,6 +853,7 @@ class SessionStatementsIntegrationTests {
 		long aWithMore = send("filter", 4, SendOptions.builder().header("type", "a").header("x", "1"));
 		session = newSession();
 		assertThat(claim.claim(session, "filter", 10, "type = 'a'")).as("filter").extracting("id", "kind")
+			.filteredOn((row) -> row.toList().get(1).equals("claimed"))
 			.containsExactly(tuple(a, "claimed"), tuple(aWithMore, "claimed"));
 		assertThat(lockedIds(session.pid(), this.namespace)).as("nothing else locked").containsExactly(a, aWithMore);
 

@@ -2,9 +2,12 @@ package io.github.pgqueue.listener;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 
+import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
@@ -15,8 +18,12 @@ import io.github.pgqueue.testing.PostgresExtension;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
 
 import static io.github.pgqueue.testing.ListenerFixture.endpoint;
 import static io.github.pgqueue.testing.ListenerFixture.properties;
@@ -43,6 +50,9 @@ class OnTimeDeliveryIntegrationTests {
 
 	private final QueueAdmin admin = this.listeners.admin();
 
+	private final TransactionTemplate transactions = new TransactionTemplate(
+			new DataSourceTransactionManager(this.listeners.app()));
+
 	@Test
 	void delayedMessageSentToAnIdleListenerArrivesWhenDueNotAtTheNextPoll() {
 		List<Long> handledAt = new CopyOnWriteArrayList<>();
@@ -53,6 +63,41 @@ class OnTimeDeliveryIntegrationTests {
 		await().atMost(Duration.ofSeconds(10)).until(() -> handledAt.size() == 1);
 		Duration late = Duration.ofNanos(handledAt.get(0) - sent).minusMillis(1500);
 		assertThat(late.toMillis()).as("ms after its delay").isBetween(0L, 5_000L);
+	}
+
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void delayedMessageArrivesWhenDueThoughTheClaimThatLearnedOfItFoundWork(ConsumptionMode mode) {
+		String queue = "due-behind-" + mode.name().toLowerCase(java.util.Locale.ROOT);
+		Map<Integer, Long> handledAt = new ConcurrentHashMap<>();
+		this.listeners.start(endpoint(queue, Integer.class, (message, ack) -> handledAt.put((Integer) message.payload(),
+				System.nanoTime()), properties(queue).mode(mode).pollInterval(POLL_INTERVAL)));
+		awaitIdle();
+		// One transaction, one notification: the claim it wakes takes the ready message and comes back
+		// short, and must say when the delayed one is due, or the poller sleeps its poll interval.
+		long sent = System.nanoTime();
+		this.transactions.executeWithoutResult((status) -> {
+			this.template.send(queue, 1, SendOptions.builder().delay(Duration.ofMillis(1500)).build());
+			this.template.send(queue, 2);
+		});
+		await().atMost(Duration.ofSeconds(10)).until(() -> handledAt.size() == 2);
+		Duration late = Duration.ofNanos(handledAt.get(1) - sent).minusMillis(1500);
+		assertThat(late.toMillis()).as("ms after its delay").isBetween(0L, 5_000L);
+	}
+
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void nextMessageOfAFifoGroupFollowsItsHeadAtOnce(ConsumptionMode mode) {
+		String queue = "group-follows-" + mode.name().toLowerCase(java.util.Locale.ROOT);
+		List<Integer> handled = new CopyOnWriteArrayList<>();
+		this.listeners.start(endpoint(queue, Integer.class, (message, ack) -> handled.add((Integer) message.payload()),
+				properties(queue).mode(mode).pollInterval(POLL_INTERVAL)));
+		awaitIdle();
+		// The claim the send wakes can take only the group's head; the next message becomes the head
+		// once that is done, and no notification says so: the poller must claim again, not sleep.
+		this.template.sendBatch(queue, List.of(1, 2, 3), SendOptions.builder().group("g").build());
+		await().atMost(Duration.ofSeconds(10)).until(() -> handled.size() == 3);
+		assertThat(handled).containsExactly(1, 2, 3);
 	}
 
 	@Test

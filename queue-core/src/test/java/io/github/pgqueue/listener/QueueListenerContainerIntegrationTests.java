@@ -17,6 +17,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 
 import io.github.pgqueue.AckMode;
+import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
@@ -28,6 +29,8 @@ import io.github.pgqueue.testing.PostgresExtension;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -313,6 +316,42 @@ class QueueListenerContainerIntegrationTests {
 		}
 	}
 
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void quietListenerClaimsOncePerMessageItIsWokenFor(ConsumptionMode mode) throws Exception {
+		AtomicInteger claims = new AtomicInteger();
+		javax.sql.DataSource counting = countingClaims(this.listeners.consumerPool(), claims);
+		QueueListenerEndpointRegistry quiet = new QueueListenerEndpointRegistry(this.template.context(), counting,
+				Duration.ofSeconds(5));
+		String queue = "quiet-" + mode.name().toLowerCase(java.util.Locale.ROOT);
+		AtomicInteger handled = new AtomicInteger();
+		quiet.registerListenerEndpoint(QueueListenerEndpoint.builder(queue)
+				.listener(Integer.class, (message, ack) -> handled.incrementAndGet())
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.mode(mode)
+					.pollInterval(Duration.ofSeconds(60))
+					.build())
+				.build());
+		quiet.start();
+		try {
+			int messages = 8;
+			await().atMost(Duration.ofSeconds(30)).until(() -> Pollers.waiting(queue) == 1);
+			int before = claims.get();
+			for (int i = 1; i <= messages; i++) {
+				this.template.send(queue, i);
+				int sent = i;
+				await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == sent && Pollers.waiting(queue) == 1);
+			}
+			// Each message sent to the idle listener is claimed by the claim its notification wakes. That
+			// claim says nothing more is to be found, so the poller waits once the message is done
+			// rather than claiming again for nothing, which made two claims a message.
+			assertThat(claims.get() - before).isLessThanOrEqualTo(messages + 1);
+		}
+		finally {
+			quiet.stop();
+		}
+	}
+
 	private static javax.sql.DataSource countingClaims(javax.sql.DataSource target, AtomicInteger claims) {
 		return (javax.sql.DataSource) java.lang.reflect.Proxy.newProxyInstance(
 				QueueListenerContainerIntegrationTests.class.getClassLoader(), new Class<?>[] { javax.sql.DataSource.class },
@@ -324,7 +363,7 @@ class QueueListenerContainerIntegrationTests {
 					return java.lang.reflect.Proxy.newProxyInstance(
 							QueueListenerContainerIntegrationTests.class.getClassLoader(),
 							new Class<?>[] { Connection.class }, (p, m, a) -> {
-								if (m.getName().equals("prepareStatement") && ((String) a[0]).contains("pg_try_advisory_lock")) {
+								if (m.getName().equals("prepareStatement") && ((String) a[0]).contains("'next_due'")) {
 									claims.incrementAndGet();
 								}
 								try {

@@ -82,8 +82,12 @@ SELECT pg_advisory_unlock_all();
 -- and its queue's policy; a payload above :payload_limit is not sent, its size says why),
 -- 'gone' (chosen, found gone by the re-check) or 'left' (not chosen because suspects were); the
 -- others are unlocked at once. place_* is where each chosen row is in the claim index: the
--- poller's next claim goes on after the last. When nothing could be locked, one row of kind
--- 'next_due' says in how many milliseconds the queue's next delayed message is due.
+-- poller's next claim goes on after the last. One row of kind 'next_due' says in how many
+-- milliseconds the queue's next delayed message is due (null: none is) when nothing could be
+-- locked, or when the claim came back short with nothing that a claim right after it could find:
+-- no row of a FIFO group (its next message becomes the head once this one is done), none gone or
+-- left, no suspect. What is sent or retried after the statement notifies; so a poller that is
+-- handed such a short batch waits once it is done, instead of claiming again for nothing.
 WITH RECURSIVE priorities AS (
     (SELECT priority FROM pgqueue.message
       WHERE queue = :queue AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
@@ -96,10 +100,10 @@ WITH RECURSIVE priorities AS (
      WHERE p.priority IS NOT NULL
 ),
 locked AS (
-    SELECT c.id, c.suspect, c.seen, c.priority, c.visible_at
+    SELECT c.id, c.suspect, c.seen, c.priority, c.visible_at, c.grouped
       FROM priorities p
      CROSS JOIN LATERAL (
-            SELECT m.id, m.suspect, m.seen, m.priority, m.visible_at
+            SELECT m.id, m.suspect, m.seen, m.priority, m.visible_at, m.group_key IS NOT NULL AS grouped
               FROM (SELECT m.id, m.queue, m.group_key, m.previous_id,
                            (m.claim_open AND m.claimed_at > pg_postmaster_start_time()) AS suspect,
                            m.xmin AS seen, m.priority, m.visible_at
@@ -200,7 +204,10 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
                  WHERE m.queue = :queue AND m.priority = p.priority
                    AND m.visible_at > now() AND m.visible_at < 'infinity'
                  ORDER BY m.visible_at LIMIT 1) n)
- WHERE NOT EXISTS (SELECT 1 FROM locked);
+ WHERE NOT EXISTS (SELECT 1 FROM locked)
+    OR ((SELECT count(*) FROM claimed) < {batch}
+        AND NOT EXISTS (SELECT 1 FROM locked WHERE grouped OR id NOT IN (SELECT id FROM claimed))
+        AND NOT EXISTS (SELECT 1 FROM claimed WHERE suspect));
 
 -- name: concurrency_key_of
 -- The header whose value is the concurrency key of :queue's messages (V25), and how many messages of
@@ -583,7 +590,8 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
 -- scanned_up_to says up to which group key, null when it is every group. The walk counts every
 -- row it walks, skips the rows of the groups the scan covered and tests the others for being
 -- heads; the scanned heads come after the walk's candidates, in the claim index's order, up to
--- what the walk left of the batch.
+-- what the walk left of the batch. The 'next_due' row as claim_walk's, a short claim's only where
+-- the queue holds no FIFO group at all.
 WITH RECURSIVE priorities AS (
     (SELECT priority FROM pgqueue.message
       WHERE queue = :queue AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
@@ -739,7 +747,11 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
                  WHERE m.queue = :queue AND m.priority = p.priority
                    AND m.visible_at > now() AND m.visible_at < 'infinity'
                  ORDER BY m.visible_at LIMIT 1) n)
- WHERE NOT EXISTS (SELECT 1 FROM locked);
+ WHERE NOT EXISTS (SELECT 1 FROM locked)
+    OR ((SELECT count(*) FROM claimed) < {batch}
+        AND NOT EXISTS (SELECT 1 FROM scanned_heads)
+        AND NOT EXISTS (SELECT 1 FROM locked WHERE id NOT IN (SELECT id FROM claimed))
+        AND NOT EXISTS (SELECT 1 FROM claimed WHERE suspect));
 
 -- name: claim_by_id
 -- Claims message :id of :queue if it is visible, free (no session or transaction holds its

@@ -43,7 +43,9 @@
 --
 -- Result: the claimed messages (kind 'claimed', columns as session.sql's claims, with
 -- visible_at_us: where the next claim goes on after a full batch), the suspects, the window end,
--- and when nothing was taken the 'next_due' row.
+-- and the 'next_due' row when nothing was taken, or when the batch is short and a claim right
+-- after it could find nothing more (as session.sql's claim_walk: no row of a FIFO group, none
+-- locked by another since the walk, no window end, no suspect).
 WITH RECURSIVE priorities AS (
     (SELECT priority FROM pgqueue.message
       WHERE queue = :queue AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
@@ -56,7 +58,7 @@ WITH RECURSIVE priorities AS (
      WHERE p.priority IS NOT NULL
 ),
 walked AS MATERIALIZED (
-    SELECT w.id, w.priority, w.visible_at, w.n, w.n < {batch} + 1000 AS taken,
+    SELECT w.id, w.priority, w.visible_at, w.n, w.n < {batch} + 1000 AS taken, w.group_key IS NOT NULL AS grouped,
            w.n < {batch} + 1000
            AND ((w.claim_open AND w.claimed_at > pg_postmaster_start_time())
                 OR w.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
@@ -142,7 +144,10 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
                  WHERE m.queue = :queue AND m.priority = p.priority
                    AND m.visible_at > now() AND m.visible_at < 'infinity'
                  ORDER BY m.visible_at LIMIT 1) n)
- WHERE NOT EXISTS (SELECT 1 FROM taken);
+ WHERE NOT EXISTS (SELECT 1 FROM taken)
+    OR ((SELECT count(*) FROM claimed) < {batch}
+        AND NOT EXISTS (SELECT 1 FROM walked WHERE grouped OR NOT taken OR id NOT IN (SELECT id FROM claimed))
+        AND NOT EXISTS (SELECT 1 FROM suspicion WHERE suspect));
 
 -- name: claim_fair
 -- claim_walk for a queue whose definition names a concurrency key (V25), as session.sql's

@@ -767,9 +767,9 @@ public final class ConsumerSession implements AutoCloseable {
 	 * The outcome of a claim: the messages to deliver, how many were dead-lettered instead, how long
 	 * until the queue's next delayed message becomes visible (null when none is waiting or it is
 	 * unknown), whether the claim was settled (it said so: nothing more that a claim right after it
-	 * could find, and the next due time known; see the claim's comment), where the furthest row a batch claim chose is in
-	 * the claim index (null when it chose none), how many rows it chose that the re-check found
-	 * gone, and whether the messages are to be handed out in turn.
+	 * could find, and the next due time known; see the claim's comment), where the furthest row a
+	 * batch claim chose is in the claim index (null when it chose none), how many rows it chose that
+	 * the re-check found gone, and whether the messages are to be handed out in turn.
 	 * <p>
 	 * In turn: they were held by consumers that died, and the caller hands them to handlers one at
 	 * a time, in this order, and completes each (ack, retry, dead letter or release) before it

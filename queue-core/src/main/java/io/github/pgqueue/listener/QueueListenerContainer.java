@@ -303,8 +303,9 @@ public final class QueueListenerContainer {
 	 * One claim takes what the notification announced (a send's rows, or a retry's due time); a
 	 * poller whose claim comes back full wakes its siblings, and one whose claim found anything but
 	 * was not settled ({@link ConsumptionStrategy.Polled#settled()}) claims again before it waits.
-	 * Waking them all made each send cost a claim per poller, all but one empty. When none waits, every poller gets the wake-up: one that is claiming may have taken its
-	 * snapshot before the notified commit, and must not then wait.
+	 * Waking them all made each send cost a claim per poller, all but one empty. When none waits,
+	 * every poller gets the wake-up: one that is claiming may have taken its snapshot before the
+	 * notified commit, and must not then wait.
 	 */
 	void wake(String queue) {
 		if (!this.endpoint.containerProperties().queues().contains(queue)) {

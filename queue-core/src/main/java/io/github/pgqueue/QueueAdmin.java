@@ -222,14 +222,21 @@ public final class QueueAdmin {
 	}
 
 	private static RateLimit rateLimit(ResultSet rs) throws java.sql.SQLException {
-		int permits = rs.getInt("rate_limit_permits");
-		return rs.wasNull() ? null : new RateLimit(permits, Duration.ofMillis(rs.getInt("rate_limit_period_ms")));
+		return rateLimit(rs, "rate_limit_permits", "rate_limit_period_ms");
+	}
+
+	private static RateLimit rateLimit(ResultSet rs, String permitsColumn, String periodColumn)
+			throws java.sql.SQLException {
+		int permits = rs.getInt(permitsColumn);
+		return rs.wasNull() ? null : new RateLimit(permits, Duration.ofMillis(rs.getInt(periodColumn)));
 	}
 
 	private static QueueDefinition.ConcurrencyKey concurrencyKey(ResultSet rs) throws java.sql.SQLException {
 		String header = rs.getString("concurrency_key");
 		return (header != null)
-				? new QueueDefinition.ConcurrencyKey(header, (Integer) rs.getObject("max_in_flight_per_key")) : null;
+				? new QueueDefinition.ConcurrencyKey(header, (Integer) rs.getObject("max_in_flight_per_key"),
+						rateLimit(rs, "rate_limit_per_key_permits", "rate_limit_per_key_period_ms"))
+				: null;
 	}
 
 	/** What a role may do with a queue. */
@@ -316,7 +323,8 @@ public final class QueueAdmin {
 				definition.backoffMax().toMillis(), definition.deadLetterQueue(),
 				millis(definition.deduplicationWindow()), millis(definition.retention()),
 				(limit != null) ? limit.permits() : null, (limit != null) ? (int) limit.period().toMillis() : null,
-				(key != null) ? key.header() : null, (key != null) ? key.maxInFlight() : null)));
+				(key != null) ? key.header() : null, (key != null) ? key.maxInFlight() : null,
+				perKeyPermits(key), perKeyPeriodMs(key))));
 		if (definition.retention() != null) {
 			upkeepArchive();
 		}
@@ -540,7 +548,16 @@ public final class QueueAdmin {
 				definition.backoffInitial().toMillis(), definition.backoffMultiplier(), definition.backoffMax().toMillis(),
 				definition.deadLetterQueue(), millis(definition.deduplicationWindow()), millis(definition.retention()),
 				(limit != null) ? limit.permits() : null, (limit != null) ? (int) limit.period().toMillis() : null,
-				(key != null) ? key.header() : null, (key != null) ? key.maxInFlight() : null);
+				(key != null) ? key.header() : null, (key != null) ? key.maxInFlight() : null, perKeyPermits(key),
+				perKeyPeriodMs(key));
+	}
+
+	private static Integer perKeyPermits(QueueDefinition.ConcurrencyKey key) {
+		return (key != null && key.rateLimit() != null) ? key.rateLimit().permits() : null;
+	}
+
+	private static Integer perKeyPeriodMs(QueueDefinition.ConcurrencyKey key) {
+		return (key != null && key.rateLimit() != null) ? (int) key.rateLimit().period().toMillis() : null;
 	}
 
 	private static Long millis(Duration duration) {

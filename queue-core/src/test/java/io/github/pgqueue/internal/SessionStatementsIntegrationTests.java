@@ -153,12 +153,19 @@ class SessionStatementsIntegrationTests {
 	void concurrencyKeyOf() throws SQLException {
 		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key) VALUES ('keyed', 'tenant')");
 		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key, max_in_flight_per_key) VALUES ('limited', 'tenant', 2)");
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key, rate_limit_per_key_permits, "
+				+ "rate_limit_per_key_period_ms) VALUES ('paced', 'tenant', 5, 1000)");
 		this.jdbc.update("INSERT INTO pgqueue.queue (name) VALUES ('plain')");
 		Session session = newSession();
 		assertThat(rows(session.connection(), this.sql.concurrencyKeyOf, new QueueSql.Queue("keyed")))
-			.extracting("concurrency_key", "max_in_flight_per_key").containsExactly(tuple("tenant", null));
+			.extracting("concurrency_key", "max_in_flight_per_key", "rate_limited_per_key")
+			.containsExactly(tuple("tenant", null, false));
 		assertThat(rows(session.connection(), this.sql.concurrencyKeyOf, new QueueSql.Queue("limited")))
-			.extracting("concurrency_key", "max_in_flight_per_key").containsExactly(tuple("tenant", 2));
+			.extracting("concurrency_key", "max_in_flight_per_key", "rate_limited_per_key")
+			.containsExactly(tuple("tenant", 2, false));
+		assertThat(rows(session.connection(), this.sql.concurrencyKeyOf, new QueueSql.Queue("paced")))
+			.extracting("concurrency_key", "max_in_flight_per_key", "rate_limited_per_key")
+			.containsExactly(tuple("tenant", null, true));
 		assertThat(rows(session.connection(), this.sql.concurrencyKeyOf, new QueueSql.Queue("plain")))
 			.extracting("concurrency_key").containsExactly((Object) null);
 		assertThat(rows(session.connection(), this.sql.concurrencyKeyOf, new QueueSql.Queue("undeclared"))).isEmpty();
@@ -222,7 +229,7 @@ class SessionStatementsIntegrationTests {
 		Session fourth = newSession();
 		List<Map<String, Object>> afterCursor = rows(fourth.connection(), this.sql.claimFair.variant(3, false),
 				new QueueSql.SessionFairClaim("fair-after", true, null, this.namespace, fourth.key(), this.payloadLimit, "",
-						0, cursorAt, a2.get(10)))
+						0, cursorAt, a2.get(10), null))
 			.stream()
 			.filter((row) -> !"next_due".equals(row.get("kind")))
 			.toList();
@@ -281,7 +288,7 @@ class SessionStatementsIntegrationTests {
 	private List<Map<String, Object>> fair(Session session, String queue, int batch, String afterKey)
 			throws SQLException {
 		return rows(session.connection(), this.sql.claimFair.variant(batch, false), new QueueSql.SessionFairClaim(queue,
-				true, null, this.namespace, session.key(), this.payloadLimit, afterKey, null, null, null))
+				true, null, this.namespace, session.key(), this.payloadLimit, afterKey, null, null, null, null))
 			.stream()
 			.filter((row) -> !"next_due".equals(row.get("kind")))
 			.toList();

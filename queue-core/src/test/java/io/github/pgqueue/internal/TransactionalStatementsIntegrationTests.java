@@ -127,7 +127,7 @@ class TransactionalStatementsIntegrationTests {
 			Integer afterPriority, Long afterVisibleAtUs, Long afterId) throws SQLException {
 		return rows(transaction, this.sql.transactionalClaimFair.variant(batch, false),
 				new QueueSql.TransactionalFairClaim(queue, null, this.namespace, this.payloadLimit, afterKey,
-						afterPriority, afterVisibleAtUs, afterId))
+						afterPriority, afterVisibleAtUs, afterId, null))
 			.stream()
 			.filter((row) -> !"next_due".equals(row.get("kind")))
 			.toList();

@@ -32,6 +32,23 @@ CREATE UNLOGGED TABLE "${flyway:defaultSchema}".key_rate_bucket (
     autovacuum_vacuum_cost_delay = 0
 );
 
+-- How many of the tokens its key was granted for this claim (grants, as take_key_turn takes them) a
+-- message of key of_key may still take: read before the message is locked, so that a claim locks no
+-- message of a key whose tokens are spent (a transaction's lock lasts until it ends).
+CREATE FUNCTION "${flyway:defaultSchema}".key_tokens_left(of_key text, grants jsonb)
+    RETURNS integer
+    LANGUAGE plpgsql VOLATILE AS
+$$
+DECLARE
+    state jsonb := NULLIF(current_setting('pgqueue_claim.grants', true), '')::jsonb;
+BEGIN
+    IF state IS NULL OR state -> 'claim' IS DISTINCT FROM grants -> 'claim' THEN
+        state := grants;
+    END IF;
+    RETURN COALESCE((state -> 'left' ->> of_key)::integer, 0);
+END
+$$;
+
 -- A claimed message of key of_key takes its turn: one of the tokens its key was granted for this
 -- claim (grants: {"claim": an id of the claim, "left": {key: tokens, ...}}, or null when the queue
 -- has no rate limit per key) and one of its key's slots (take_slot, when slots is not null), both

@@ -594,6 +594,7 @@ class AdminStatementsIntegrationTests {
 				"GRANT SELECT ON pgqueue.deduplication_key TO \"Stmt Reader\"",
 				"GRANT SELECT, INSERT ON pgqueue.archive TO \"Stmt Reader\"",
 				"GRANT SELECT, INSERT, UPDATE ON pgqueue.rate_bucket TO \"Stmt Reader\"",
+				"GRANT SELECT, INSERT, UPDATE, DELETE ON pgqueue.key_rate_bucket TO \"Stmt Reader\"",
 				"GRANT USAGE ON SEQUENCE pgqueue.message_id_seq TO \"Stmt Reader\"",
 				"GRANT USAGE ON SEQUENCE pgqueue.holding_session_seq TO \"Stmt Reader\"");
 		for (Map<String, Object> row : rows) {

@@ -336,13 +336,13 @@ walked AS MATERIALIZED (
                        AND o.id >= COALESCE(m.previous_id, 0)
                      ORDER BY o.id DESC LIMIT 1) IS NULL
              LIMIT {batch} + 1000) c
-     WHERE (c.concurrency_key IS NULL OR :grants::jsonb IS NULL
-            OR (:grants::jsonb -> 'left' ->> c.concurrency_key)::int > 0)
-       AND pg_try_advisory_lock(:namespace, c.id::bit(32)::int4)
-       AND (c.concurrency_key IS NULL OR ((SELECT per_key FROM slots) IS NULL AND :grants::jsonb IS NULL)
-            OR pgqueue.take_key_turn(:namespace, :queue, c.concurrency_key, (SELECT per_key FROM slots), false,
-                                     :grants::jsonb)
-            OR pg_advisory_unlock(:namespace, c.id::bit(32)::int4) IS NULL)
+     WHERE CASE WHEN c.concurrency_key IS NOT NULL AND :grants::jsonb IS NOT NULL
+                     AND pgqueue.key_tokens_left(c.concurrency_key, :grants::jsonb) <= 0 THEN false -- before its lock
+                ELSE pg_try_advisory_lock(:namespace, c.id::bit(32)::int4)
+                     AND (c.concurrency_key IS NULL OR ((SELECT per_key FROM slots) IS NULL AND :grants::jsonb IS NULL)
+                          OR pgqueue.take_key_turn(:namespace, :queue, c.concurrency_key, (SELECT per_key FROM slots),
+                                                   false, :grants::jsonb)
+                          OR pg_advisory_unlock(:namespace, c.id::bit(32)::int4) IS NULL) END
      LIMIT {batch} - (SELECT n FROM reserved)
 ),
 heads AS MATERIALIZED (

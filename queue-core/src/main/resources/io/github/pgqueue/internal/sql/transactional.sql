@@ -255,7 +255,7 @@ walked AS MATERIALIZED (
                            ORDER BY o.id DESC LIMIT 1) IS NOT NULL THEN false
                 WHEN w.concurrency_key IS NULL OR ((SELECT per_key FROM slots) IS NULL AND :grants::jsonb IS NULL)
                 THEN pg_try_advisory_xact_lock(:namespace, w.id::bit(32)::int4)
-                ELSE (:grants::jsonb IS NULL OR (:grants::jsonb -> 'left' ->> w.concurrency_key)::int > 0)
+                ELSE (:grants::jsonb IS NULL OR pgqueue.key_tokens_left(w.concurrency_key, :grants::jsonb) > 0)
                      AND pg_try_advisory_xact_lock(:namespace, w.id::bit(32)::int4)
                      AND pgqueue.take_key_turn(:namespace, :queue, w.concurrency_key, (SELECT per_key FROM slots), true,
                                                :grants::jsonb) END

@@ -278,6 +278,9 @@ priorities AS (
 slots AS MATERIALIZED (
     SELECT (SELECT q.max_in_flight_per_key FROM pgqueue.queue q WHERE q.name = :queue) AS per_key
 ),
+key_grants AS MATERIALIZED (
+    SELECT :grants::jsonb AS g -- parsed once
+),
 keys_before AS (
     (SELECT m.concurrency_key AS key FROM pgqueue.message m
       WHERE m.queue = :queue AND m.concurrency_key < :after_key
@@ -336,12 +339,14 @@ walked AS MATERIALIZED (
                        AND o.id >= COALESCE(m.previous_id, 0)
                      ORDER BY o.id DESC LIMIT 1) IS NULL
              LIMIT {batch} + 1000) c
-     WHERE CASE WHEN c.concurrency_key IS NOT NULL AND :grants::jsonb IS NOT NULL
-                     AND pgqueue.key_tokens_left(c.concurrency_key, :grants::jsonb) <= 0 THEN false -- before its lock
+     WHERE CASE WHEN c.concurrency_key IS NOT NULL AND (SELECT g FROM key_grants) IS NOT NULL
+                     AND (COALESCE(((SELECT g FROM key_grants) -> 'left' ->> c.concurrency_key)::int, 0) <= 0
+                          OR pgqueue.key_tokens_left(c.concurrency_key, (SELECT g FROM key_grants)) <= 0)
+                THEN false -- before its lock
                 ELSE pg_try_advisory_lock(:namespace, c.id::bit(32)::int4)
-                     AND (c.concurrency_key IS NULL OR ((SELECT per_key FROM slots) IS NULL AND :grants::jsonb IS NULL)
+                     AND (c.concurrency_key IS NULL OR ((SELECT per_key FROM slots) IS NULL AND (SELECT g FROM key_grants) IS NULL)
                           OR pgqueue.take_key_turn(:namespace, :queue, c.concurrency_key, (SELECT per_key FROM slots),
-                                                   false, :grants::jsonb)
+                                                   false, (SELECT g FROM key_grants))
                           OR pg_advisory_unlock(:namespace, c.id::bit(32)::int4) IS NULL) END
      LIMIT {batch} - (SELECT n FROM reserved)
 ),
@@ -366,14 +371,14 @@ heads AS MATERIALIZED (
                            AND o.id >= COALESCE(m.previous_id, 0)
                          ORDER BY o.id DESC LIMIT 1) IS NULL)
                AND pg_try_advisory_lock(:namespace, m.id::bit(32)::int4)
-               AND (((SELECT per_key FROM slots) IS NULL AND :grants::jsonb IS NULL)
+               AND (((SELECT per_key FROM slots) IS NULL AND (SELECT g FROM key_grants) IS NULL)
                     OR pgqueue.take_key_turn(:namespace, :queue, m.concurrency_key, (SELECT per_key FROM slots), false,
-                                             :grants::jsonb)
+                                             (SELECT g FROM key_grants))
                     OR pg_advisory_unlock(:namespace, m.id::bit(32)::int4) IS NULL)
              ORDER BY m.priority, m.visible_at, m.id
              LIMIT 1) h
      WHERE k.key NOT IN (SELECT concurrency_key FROM walked WHERE concurrency_key IS NOT NULL)
-       AND (:grants::jsonb IS NULL OR (:grants::jsonb -> 'left' ->> k.key)::int > 0)
+       AND ((SELECT g FROM key_grants) IS NULL OR ((SELECT g FROM key_grants) -> 'left' ->> k.key)::int > 0)
      LIMIT {batch} - (SELECT count(*) FROM walked)
 ),
 locked AS (
@@ -386,7 +391,7 @@ slots_taken AS MATERIALIZED (
 ),
 grants_left AS MATERIALIZED (
     SELECT CASE WHEN (SELECT count(*) FROM locked) >= 0
-                THEN (CASE WHEN g.state -> 'claim' = :grants::jsonb -> 'claim' THEN g.state ELSE :grants::jsonb END
+                THEN (CASE WHEN g.state -> 'claim' = (SELECT g FROM key_grants) -> 'claim' THEN g.state ELSE (SELECT g FROM key_grants) END
                       -> 'left')::text END AS left_over
       FROM (SELECT NULLIF(current_setting('pgqueue_claim.grants', true), '')::jsonb AS state) g
 ),

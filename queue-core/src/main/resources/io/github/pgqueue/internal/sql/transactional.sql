@@ -189,6 +189,9 @@ priorities AS (
 slots AS MATERIALIZED (
     SELECT (SELECT q.max_in_flight_per_key FROM pgqueue.queue q WHERE q.name = :queue) AS per_key
 ),
+key_grants AS MATERIALIZED (
+    SELECT :grants::jsonb AS g -- parsed once
+),
 keys_before AS (
     (SELECT m.concurrency_key AS key FROM pgqueue.message m
       WHERE m.queue = :queue AND m.concurrency_key < :after_key
@@ -253,12 +256,14 @@ walked AS MATERIALIZED (
                            WHERE o.queue = w.queue AND o.group_key = w.group_key AND o.id < w.id
                              AND o.id >= COALESCE(w.previous_id, 0)
                            ORDER BY o.id DESC LIMIT 1) IS NOT NULL THEN false
-                WHEN w.concurrency_key IS NULL OR ((SELECT per_key FROM slots) IS NULL AND :grants::jsonb IS NULL)
+                WHEN w.concurrency_key IS NULL OR ((SELECT per_key FROM slots) IS NULL AND (SELECT g FROM key_grants) IS NULL)
                 THEN pg_try_advisory_xact_lock(:namespace, w.id::bit(32)::int4)
-                ELSE (:grants::jsonb IS NULL OR pgqueue.key_tokens_left(w.concurrency_key, :grants::jsonb) > 0)
+                ELSE ((SELECT g FROM key_grants) IS NULL
+                      OR (COALESCE(((SELECT g FROM key_grants) -> 'left' ->> w.concurrency_key)::int, 0) > 0
+                          AND pgqueue.key_tokens_left(w.concurrency_key, (SELECT g FROM key_grants)) > 0))
                      AND pg_try_advisory_xact_lock(:namespace, w.id::bit(32)::int4)
                      AND pgqueue.take_key_turn(:namespace, :queue, w.concurrency_key, (SELECT per_key FROM slots), true,
-                                               :grants::jsonb) END
+                                               (SELECT g FROM key_grants)) END
      LIMIT {batch} - (SELECT n FROM reserved)
 ),
 heads AS MATERIALIZED (
@@ -288,13 +293,13 @@ heads AS MATERIALIZED (
                            AND o.id >= COALESCE(m.previous_id, 0)
                          ORDER BY o.id DESC LIMIT 1) IS NULL)
                AND pg_try_advisory_xact_lock(:namespace, m.id::bit(32)::int4)
-               AND (((SELECT per_key FROM slots) IS NULL AND :grants::jsonb IS NULL)
+               AND (((SELECT per_key FROM slots) IS NULL AND (SELECT g FROM key_grants) IS NULL)
                     OR pgqueue.take_key_turn(:namespace, :queue, m.concurrency_key, (SELECT per_key FROM slots), true,
-                                             :grants::jsonb))
+                                             (SELECT g FROM key_grants)))
              ORDER BY m.priority, m.visible_at, m.id
              LIMIT 1) h
      WHERE k.key NOT IN (SELECT concurrency_key FROM walked WHERE taken AND concurrency_key IS NOT NULL)
-       AND (:grants::jsonb IS NULL OR (:grants::jsonb -> 'left' ->> k.key)::int > 0)
+       AND ((SELECT g FROM key_grants) IS NULL OR ((SELECT g FROM key_grants) -> 'left' ->> k.key)::int > 0)
      LIMIT {batch} - (SELECT count(*) FROM walked WHERE taken)
 ),
 taken AS (
@@ -304,7 +309,7 @@ taken AS (
 ),
 grants_left AS MATERIALIZED (
     SELECT CASE WHEN (SELECT count(*) FROM taken) >= 0
-                THEN (CASE WHEN g.state -> 'claim' = :grants::jsonb -> 'claim' THEN g.state ELSE :grants::jsonb END
+                THEN (CASE WHEN g.state -> 'claim' = (SELECT g FROM key_grants) -> 'claim' THEN g.state ELSE (SELECT g FROM key_grants) END
                       -> 'left')::text END AS left_over
       FROM (SELECT NULLIF(current_setting('pgqueue_claim.grants', true), '')::jsonb AS state) g
 ),

@@ -71,7 +71,8 @@ public final class TokenBucket {
 
 	/**
 	 * Takes tokens of {@code queue}'s keys' buckets for up to {@code wanted} keys with ready messages,
-	 * from the key after {@code afterKey} on (see {@code take_key_tokens}).
+	 * from the key after {@code afterKey} on (see {@code take_key_tokens}); null if the queue is not
+	 * limited per key (any more).
 	 */
 	public KeyGrants takeForKeys(String queue, int wanted, String afterKey) {
 		try (Connection connection = this.dataSource.getConnection()) {
@@ -100,16 +101,28 @@ public final class TokenBucket {
 		}
 	}
 
-	/** {@code take_key_tokens} on {@code connection}, which must be in autocommit. */
+	/**
+	 * {@code take_key_tokens} on {@code connection}, which must be in autocommit; null if the queue
+	 * is not limited per key (any more).
+	 */
 	static KeyGrants takeForKeys(Connection connection, QueueSql sql, String queue, int wanted, String afterKey)
 			throws SQLException {
 		try (PreparedStatement ps = sql.takeKeyTokens.prepare(connection,
 				new QueueSql.TakeKeyTokens(queue, wanted, afterKey)); ResultSet rs = ps.executeQuery()) {
 			Map<String, Integer> granted = new LinkedHashMap<>();
 			long nextInMs = Long.MAX_VALUE;
+			boolean limited = false;
 			while (rs.next()) {
-				granted.put(rs.getString("key"), rs.getInt("granted"));
+				String key = rs.getString("key");
+				if (key == null) {
+					limited = true;
+					continue;
+				}
+				granted.put(key, rs.getInt("granted"));
 				nextInMs = Math.min(nextInMs, rs.getLong("next_in_ms"));
+			}
+			if (!limited) {
+				return null;
 			}
 			return new KeyGrants(granted, granted.isEmpty() ? Duration.ZERO : Duration.ofMillis(Math.max(0, nextInMs)));
 		}

@@ -85,6 +85,11 @@ final class RateLimiter {
 		}
 		// Each key's tokens after the queue's: a claim takes at most what both allow.
 		TokenBucket.KeyGrants grants = tokens.takeForKeys(queue, permit.max());
+		if (grants == null) {
+			// The limit was removed: this poller claims as it would have without one.
+			this.limitedPerKey.remove(queue);
+			return permit;
+		}
 		if (grants.starved()) {
 			// Every key with ready messages waits for its tokens; the queue's go back at once. A
 			// wake-up before then takes again: a message of another key may have come.

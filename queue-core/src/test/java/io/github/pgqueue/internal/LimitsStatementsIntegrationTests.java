@@ -243,25 +243,28 @@ class LimitsStatementsIntegrationTests {
 		// each holds a token again in 250 ms. The buckets are written in key order.
 		List<Map<String, Object>> first = takeKeys(connection, "paced", 10, "");
 		assertThat(first).extracting("key", "granted", "next_in_ms")
-			.containsExactly(tuple("a", 4, 250L), tuple("b", 4, 250L), tuple("c", 4, 250L));
+			.containsExactly(tuple("a", 4, 250L), tuple("b", 4, 250L), tuple("c", 4, 250L), tuple(null, null, null));
 		assertThat(keyBucket("paced", "a")).containsEntry("burst", 4).containsEntry("rate", 4.0);
 		// No refill until the next take: none has a token.
 		freezeKeyRefill("paced");
 		assertThat(takeKeys(connection, "paced", 10, "b")).extracting("key", "granted", "next_in_ms")
-			.containsExactly(tuple("a", 0, 250L), tuple("b", 0, 250L), tuple("c", 0, 250L));
+			.containsExactly(tuple("a", 0, 250L), tuple("b", 0, 250L), tuple("c", 0, 250L), tuple(null, null, null));
 		// Two tokens back to a: a share of 4 is partly granted.
 		this.jdbc.update("UPDATE pgqueue.key_rate_bucket SET tokens = 2.5 WHERE key = 'a'");
 		freezeKeyRefill("paced");
 		assertThat(takeKeys(connection, "paced", 2, "b")).as("after key b: a, then c from the last key down; a share of 1")
-			.extracting("key", "granted").containsExactly(tuple("a", 1), tuple("c", 0));
+			.extracting("key", "granted").containsExactly(tuple("a", 1), tuple("c", 0), tuple(null, null));
 		assertThat((double) keyBucket("paced", "a").get("tokens")).isEqualTo(1.5);
-		// A paused queue, a queue not limited per key, an undeclared one: no row.
+		// A paused queue: no key, but the row saying that the queue is limited per key. A queue not
+		// limited per key, an undeclared one: no row.
 		this.admin.pause("paced");
-		assertThat(takeKeys(connection, "paced", 10, "")).isEmpty();
+		assertThat(takeKeys(connection, "paced", 10, "")).extracting("key", "granted").containsExactly(tuple(null, null));
+		assertThat(TokenBucket.takeForKeys(connection, this.sql, "paced", 10, "").granted()).isEmpty();
 		this.admin.resume("paced");
 		this.template.send("unpaced", Map.of("k", "a"), io.github.pgqueue.SendOptions.builder().header("tenant", "a").build());
 		assertThat(takeKeys(connection, "unpaced", 10, "")).isEmpty();
 		assertThat(takeKeys(connection, "undeclared", 10, "")).isEmpty();
+		assertThat(TokenBucket.takeForKeys(connection, this.sql, "unpaced", 10, "")).as("no limit per key").isNull();
 		// Buckets full again are deleted by the takes, now and then, but never those of the keys taken for.
 		this.jdbc.update("UPDATE pgqueue.key_rate_bucket SET refilled_at = clock_timestamp() - interval '10 seconds'");
 		this.jdbc.update("INSERT INTO pgqueue.key_rate_bucket (queue, key, rate, burst, tokens, refilled_at) "
@@ -280,7 +283,7 @@ class LimitsStatementsIntegrationTests {
 			this.template.send("back-keys", Map.of("k", key), io.github.pgqueue.SendOptions.builder().header("tenant", key).build());
 		}
 		Connection connection = this.connections.open();
-		assertThat(takeKeys(connection, "back-keys", 10, "")).extracting("granted").containsExactly(5, 5);
+		assertThat(takeKeys(connection, "back-keys", 10, "")).extracting("granted").containsExactly(5, 5, null);
 		freezeKeyRefill("back-keys");
 		assertThat(update(connection, this.sql.giveBackKeyTokens, new QueueSql.GiveBackKeyTokens("back-keys",
 				new String[] { "a", "b", "unknown" }, new Integer[] { 3, 9 }))).as("each key's own, up to its burst")

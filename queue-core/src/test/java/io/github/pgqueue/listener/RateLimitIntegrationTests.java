@@ -149,6 +149,27 @@ class RateLimitIntegrationTests {
 		await().atMost(Duration.ofSeconds(10)).until(() -> count("freed") == 0);
 	}
 
+	/**
+	 * A limit per key removed while its pollers run applies at their next claim: the backlog of the
+	 * key drains at once (a poller must not go on claiming with empty grants, which take no keyed
+	 * message).
+	 */
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void aLimitPerKeyRemovedAppliesAtThePollersNextClaim(ConsumptionMode mode) {
+		QueueAdmin admin = this.listeners.admin();
+		admin.declare(QueueDefinition.of("freed-keys").withConcurrencyKey("tenant", null, RateLimit.perMinute(60)));
+		this.listeners.template().sendBatch("freed-keys", IntStream.range(0, 300).boxed().toList(),
+				io.github.pgqueue.SendOptions.builder().header("tenant", "a").build());
+		this.listeners.start(endpoint("freed-keys", Integer.class, (message, ack) -> {
+		}, properties("freed-keys").mode(mode).concurrency(2).batchSize(10)));
+		await().atMost(Duration.ofSeconds(10)).until(() -> count("freed-keys") < 300);
+		assertThat(count("freed-keys")).as("one message a second").isGreaterThan(290);
+
+		admin.declare(QueueDefinition.of("freed-keys").withConcurrencyKey("tenant"));
+		await().atMost(Duration.ofSeconds(10)).until(() -> count("freed-keys") == 0);
+	}
+
 	@Test
 	void aQueueWithoutALimitTakesNoTokens() {
 		this.listeners.admin().declare(QueueDefinition.of("free"));

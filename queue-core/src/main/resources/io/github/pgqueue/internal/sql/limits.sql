@@ -78,7 +78,8 @@ SELECT q.name, q.rate_limit_permits, q.rate_limit_period_ms,
 -- up to 10 buckets of the queue that are full again (the same as none), not of the keys it takes.
 --
 -- Returns, per key taken for, what was granted and in how many milliseconds its bucket will hold a
--- token again. No row: no key has a ready message, the queue is paused or not limited per key.
+-- token again (none while the queue is paused), and a row without a key if the queue is limited
+-- per key: no row at all, it has no such limit (any more).
 WITH RECURSIVE keys_before AS (
     (SELECT m.concurrency_key AS key FROM pgqueue.message m
       WHERE m.queue = :queue AND m.concurrency_key < :after_key
@@ -105,7 +106,7 @@ limited AS MATERIALIZED (
     SELECT q.rate_limit_per_key_permits * 1000.0 / q.rate_limit_per_key_period_ms AS rate,
            greatest(1, floor(q.rate_limit_per_key_permits * 1000.0 / q.rate_limit_per_key_period_ms))::int AS burst
       FROM pgqueue.queue q
-     WHERE q.name = :queue AND q.rate_limit_per_key_permits IS NOT NULL AND NOT q.paused
+     WHERE q.name = :queue AND q.rate_limit_per_key_permits IS NOT NULL
 ),
 ready AS (
     SELECT k.key FROM keys_before k
@@ -124,6 +125,7 @@ keys AS MATERIALIZED (
                        UNION ALL
                        (SELECT key, 2 FROM ready_from_last LIMIT :wanted)) k
      WHERE EXISTS (SELECT 1 FROM limited)
+       AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
      ORDER BY k.part, k.key DESC
      LIMIT :wanted
 ),
@@ -139,7 +141,8 @@ full_again AS (
               AND b.key NOT IN (SELECT key FROM keys)
             LIMIT 10
               FOR UPDATE SKIP LOCKED))
-)
+),
+taken AS (
 INSERT INTO pgqueue.key_rate_bucket AS b (queue, key, rate, burst, tokens, refilled_at, granted)
 SELECT :queue, k.key, l.rate, l.burst, l.burst - least(s.n, l.burst), clock_timestamp(), least(s.n, l.burst)
   FROM keys k
@@ -156,7 +159,11 @@ ON CONFLICT (queue, key) DO UPDATE
                        AS available) a
          CROSS JOIN LATERAL (
                 SELECT least(floor(a.available)::int, excluded.granted) AS granted) g)
-RETURNING b.key, b.granted, ceil(greatest(0, 1 - b.tokens) / b.rate * 1000)::bigint AS next_in_ms;
+RETURNING b.key, b.granted, ceil(greatest(0, 1 - b.tokens) / b.rate * 1000)::bigint AS next_in_ms
+)
+SELECT key, granted, next_in_ms FROM taken
+UNION ALL
+SELECT NULL, NULL, NULL WHERE EXISTS (SELECT 1 FROM limited);
 
 -- name: give_back_key_tokens
 -- Gives back the tokens of the keys' grants that a claim did not use (:keys and :unused, side by

@@ -221,6 +221,17 @@ public final class QueueAdmin {
 		return limits.stream().map((state) -> state.waiting(this.template.stats(state.queue()).ready())).toList();
 	}
 
+	/**
+	 * Every queue with an in-flight limit per key: its concurrency key's header, the limit, and how
+	 * many of its messages wait for the limit (per key, the visible messages beyond the limit,
+	 * those in flight included, summed over the keys).
+	 */
+	public List<KeyLimitState> keyLimits() {
+		return this.jdbc.query(this.sql.keyLimits.with(new QueueSql.None()),
+				(rs, row) -> new KeyLimitState(rs.getString("name"), rs.getString("concurrency_key"),
+						rs.getInt("max_in_flight_per_key"), rs.getLong("waiting")));
+	}
+
 	private static RateLimit rateLimit(ResultSet rs) throws java.sql.SQLException {
 		int permits = rs.getInt("rate_limit_permits");
 		return rs.wasNull() ? null : new RateLimit(permits, Duration.ofMillis(rs.getInt("rate_limit_period_ms")));
@@ -595,6 +606,19 @@ public final class QueueAdmin {
 			return new RateLimitState(this.queue, this.limit, this.tokens, Math.max(0, ready - (long) Math.floor(this.tokens)));
 		}
 
+	}
+
+	/**
+	 * A queue with an in-flight limit per key, now.
+	 * @param queue the queue
+	 * @param concurrencyKey the header whose value is each message's key (null if the queue names
+	 * none: then only messages given a key by SQL are held to the limit)
+	 * @param maxInFlightPerKey the most messages of one key in flight at once
+	 * @param waiting its messages that wait for the limit: per key, the visible messages (in flight
+	 * or ready) beyond {@code maxInFlightPerKey}, summed over the keys; messages without a key never
+	 * wait for it
+	 */
+	public record KeyLimitState(String queue, String concurrencyKey, int maxInFlightPerKey, long waiting) {
 	}
 
 	/**

@@ -485,6 +485,8 @@ public final class QueueSql {
 
 	public final NamedStatement<None> rateLimits;
 
+	public final NamedStatement<None> keyLimits;
+
 	private final String schema;
 
 	private static final java.util.Map<String, QueueSql> BY_SCHEMA = new java.util.concurrent.ConcurrentHashMap<>();
@@ -592,6 +594,7 @@ public final class QueueSql {
 		this.giveBackTokens = NamedStatement.load(s, "limits", "give_back_tokens", GiveBackTokens.class);
 		this.rateLimitedQueues = NamedStatement.load(s, "limits", "rate_limited_queues", Queues.class);
 		this.rateLimits = NamedStatement.load(s, "limits", "rate_limits", None.class);
+		this.keyLimits = NamedStatement.load(s, "limits", "key_limits", None.class);
 	}
 
 	/** The validated schema name. */

@@ -62,3 +62,20 @@ SELECT q.name, q.rate_limit_permits, q.rate_limit_period_ms,
   LEFT JOIN pgqueue.rate_bucket b ON b.queue = q.name
  WHERE q.rate_limit_permits IS NOT NULL
  ORDER BY q.name;
+
+-- name: key_limits
+-- Every queue with an in-flight limit per key (V25): its key's header, the limit, and how many of
+-- its messages wait for the limit (QueueAdmin.keyLimits): per key, its visible messages beyond the
+-- limit, summed over the keys. A claimed message keeps its visible_at in both modes, so the visible
+-- ones include those in flight: a key with N in flight and M more visible has M waiting, a key with
+-- fewer than N visible none. A message without a key is never held back by the limit. Counted per
+-- queue in key order from message_concurrency_idx (the keyed messages only, read from the index).
+SELECT q.name, q.concurrency_key, q.max_in_flight_per_key,
+       COALESCE((SELECT sum(greatest(0, k.visible - q.max_in_flight_per_key))
+                   FROM (SELECT count(*) AS visible
+                           FROM pgqueue.message m
+                          WHERE m.queue = q.name AND m.concurrency_key IS NOT NULL AND m.visible_at <= now()
+                          GROUP BY m.concurrency_key) k), 0)::bigint AS waiting
+  FROM pgqueue.queue q
+ WHERE q.max_in_flight_per_key IS NOT NULL
+ ORDER BY q.name;

@@ -115,6 +115,7 @@ final class DashboardController {
 		Map<String, QueueAdmin.RateLimitState> limits = new LinkedHashMap<>();
 		this.admin.rateLimits().forEach((state) -> limits.put(state.queue(), state));
 		Map<String, DashboardRepository.ConcurrencyKey> keys = this.repository.concurrencyKeys();
+		Map<String, Long> waitingForKeyLimit = waitingForKeyLimit();
 		List<Map<String, Object>> rows = stats.stream().map((s) -> {
 			QueueAdmin.RateLimitState limit = limits.get(s.queue());
 			DashboardRepository.ConcurrencyKey key = keys.get(s.queue());
@@ -129,9 +130,17 @@ final class DashboardController {
 			row.put("waitingForRateLimit", (limit != null) ? limit.waiting() : 0);
 			row.put("concurrencyKey", (key != null) ? key.header() : null);
 			row.put("maxInFlightPerKey", (key != null) ? key.maxInFlight() : null);
+			row.put("waitingForKeyLimit", waitingForKeyLimit.get(s.queue()));
 			return row;
 		}).toList();
 		return Map.of("queues", rows, "minutes", this.rates.lastHour());
+	}
+
+	/** How many messages wait for their queue's in-flight limit per key, by queue; none for a queue without one. */
+	private Map<String, Long> waitingForKeyLimit() {
+		Map<String, Long> waiting = new LinkedHashMap<>();
+		this.admin.keyLimits().forEach((state) -> waiting.put(state.queue(), state.waiting()));
+		return waiting;
 	}
 
 	@GetMapping("/api/queue")
@@ -145,6 +154,7 @@ final class DashboardController {
 		Map<String, Object> result = new LinkedHashMap<>();
 		result.put("queue", name);
 		result.put("policy", this.repository.policy(name).orElse(null));
+		result.put("waitingForKeyLimit", waitingForKeyLimit().get(name));
 		result.put("total", this.repository.countMessages(name));
 		result.put("offset", Math.max(0, offset));
 		result.put("limit", size);

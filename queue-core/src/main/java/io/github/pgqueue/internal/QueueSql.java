@@ -500,6 +500,8 @@ public final class QueueSql {
 
 	public final NamedStatement<None> rateLimits;
 
+	public final NamedStatement<None> keyLimits;
+
 	private final String schema;
 
 	private static final java.util.Map<String, QueueSql> BY_SCHEMA = new java.util.concurrent.ConcurrentHashMap<>();
@@ -609,6 +611,7 @@ public final class QueueSql {
 		this.giveBackKeyTokens = NamedStatement.load(s, "limits", "give_back_key_tokens", GiveBackKeyTokens.class);
 		this.rateLimitedQueues = NamedStatement.load(s, "limits", "rate_limited_queues", Queues.class);
 		this.rateLimits = NamedStatement.load(s, "limits", "rate_limits", None.class);
+		this.keyLimits = NamedStatement.load(s, "limits", "key_limits", None.class);
 	}
 
 	/** The validated schema name. */

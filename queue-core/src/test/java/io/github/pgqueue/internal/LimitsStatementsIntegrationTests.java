@@ -166,6 +166,44 @@ class LimitsStatementsIntegrationTests {
 			.satisfies((info) -> assertThat(info.definition().rateLimit()).hasToString("30/m"));
 	}
 
+	@Test
+	void keyLimits() throws SQLException {
+		this.admin.declare(QueueDefinition.of("per-key").withConcurrencyKey("tenant", 2));
+		this.admin.declare(QueueDefinition.of("idle").withConcurrencyKey("tenant", 1));
+		this.admin.declare(QueueDefinition.of("keyed-only").withConcurrencyKey("tenant"));
+		// Keys a, b and c with 5, 2 and 0 visible messages (c's one is delayed), and two without a key:
+		// only a's 3 beyond the limit of 2 wait. Keyed messages of a queue without a limit count nowhere.
+		insert("per-key", "a", 5, "0 seconds");
+		insert("per-key", "b", 2, "0 seconds");
+		insert("per-key", "c", 1, "1 hour");
+		insert("per-key", null, 2, "0 seconds");
+		insert("keyed-only", "a", 4, "0 seconds");
+		Connection connection = this.connections.open();
+		List<Map<String, Object>> limits = rows(connection, this.sql.keyLimits, new QueueSql.None());
+		assertThat(limits).extracting((row) -> row.get("name")).containsExactly("idle", "per-key");
+		assertThat(limits.get(0)).containsEntry("concurrency_key", "tenant").containsEntry("max_in_flight_per_key", 1)
+			.containsEntry("waiting", 0L);
+		assertThat(limits.get(1)).containsEntry("concurrency_key", "tenant").containsEntry("max_in_flight_per_key", 2)
+			.containsEntry("waiting", 3L);
+		// A key's messages beyond the limit add up over the keys; at the limit, none wait.
+		insert("per-key", "b", 3, "0 seconds");
+		assertThat(rows(connection, this.sql.keyLimits, new QueueSql.None()).get(1)).containsEntry("waiting", 6L);
+		this.admin.declare(QueueDefinition.of("per-key").withConcurrencyKey("tenant", 5));
+		assertThat(rows(connection, this.sql.keyLimits, new QueueSql.None()).get(1)).containsEntry("waiting", 0L);
+		// A rate limit per key of 3/s as well (burst 3): a (5 visible) has a full bucket, 2 wait; b (5)
+		// has a bucket of 1.5 tokens, frozen, so 4 wait. Without the in-flight limit: the same.
+		this.admin.declare(QueueDefinition.of("per-key").withConcurrencyKey("tenant", 5, RateLimit.perSecond(3)));
+		this.jdbc.update("INSERT INTO pgqueue.key_rate_bucket (queue, key, rate, burst, tokens, refilled_at) "
+				+ "VALUES ('per-key', 'b', 3, 3, 1.5, clock_timestamp() + interval '1 hour')");
+		assertThat(rows(connection, this.sql.keyLimits, new QueueSql.None()).get(1))
+			.containsEntry("rate_limit_per_key_permits", 3).containsEntry("waiting", 6L);
+		this.admin.declare(QueueDefinition.of("per-key").withConcurrencyKey("tenant", null, RateLimit.perSecond(3)));
+		assertThat(rows(connection, this.sql.keyLimits, new QueueSql.None()).get(1))
+			.containsEntry("max_in_flight_per_key", null).containsEntry("waiting", 6L);
+		assertThat(this.admin.keyLimits()).filteredOn((state) -> state.queue().equals("per-key")).singleElement()
+			.isEqualTo(new QueueAdmin.KeyLimitState("per-key", "tenant", null, RateLimit.perSecond(3), 6));
+	}
+
 	/**
 	 * Many threads, each on its own connection, take tokens of one bucket as fast as they can: over
 	 * the window they are granted together at most rate × window + burst, and about that much
@@ -393,6 +431,12 @@ class LimitsStatementsIntegrationTests {
 	private void freezeRefill(String queue) {
 		assertThat(this.jdbc.update("UPDATE pgqueue.rate_bucket SET refilled_at = clock_timestamp() + interval '1 hour'"
 				+ " WHERE queue = ?", queue)).isEqualTo(1);
+	}
+
+	/** Inserts {@code count} messages of {@code key} (null: none) into {@code queue}, visible after {@code delay}. */
+	private void insert(String queue, String key, int count, String delay) {
+		this.jdbc.update("INSERT INTO pgqueue.message (queue, payload, concurrency_key, visible_at) "
+				+ "SELECT ?, '{}', ?, now() + ?::interval FROM generate_series(1, ?)", queue, key, delay, count);
 	}
 
 	private Map<String, Object> bucket(String queue) {

@@ -179,3 +179,33 @@ UPDATE pgqueue.key_rate_bucket b
    SET tokens = least(b.burst, b.tokens + r.unused)
   FROM unnest(:keys::text[], :unused::int[]) AS r(key, unused)
  WHERE b.queue = :queue AND b.key = r.key AND (SELECT count(*) FROM locked) >= 0;
+
+-- name: key_limits
+-- Every queue with a limit per key, of messages in flight (V25) or of their rate (V26): its key's
+-- header, the limits, and how many of its messages wait for them (QueueAdmin.keyLimits): per key,
+-- its visible messages beyond what the limits let out now, summed over the keys. What they let out
+-- is the in-flight limit N and, with a rate limit, the whole tokens the key's bucket holds refilled
+-- to this moment (a key without a bucket has a full one), the smaller of the two. A claimed message
+-- keeps its visible_at in both modes, so the visible ones include those in flight: a key with N in
+-- flight and M more visible has M waiting, a key with fewer than N visible none. A message without
+-- a key is never held back by them. Counted per queue in key order from message_concurrency_idx
+-- (the keyed messages only, read from the index).
+SELECT q.name, q.concurrency_key, q.max_in_flight_per_key, q.rate_limit_per_key_permits,
+       q.rate_limit_per_key_period_ms,
+       COALESCE((SELECT sum(greatest(0, k.visible - least(COALESCE(q.max_in_flight_per_key, k.visible),
+                                                           COALESCE(floor(t.tokens), k.visible))))
+                   FROM (SELECT m.concurrency_key AS key, count(*) AS visible
+                           FROM pgqueue.message m
+                          WHERE m.queue = q.name AND m.concurrency_key IS NOT NULL AND m.visible_at <= now()
+                          GROUP BY m.concurrency_key) k
+                   LEFT JOIN LATERAL (
+                        SELECT COALESCE((SELECT least(b.burst, b.tokens + b.rate * greatest(0,
+                                                      extract(epoch FROM clock_timestamp() - b.refilled_at)))
+                                           FROM pgqueue.key_rate_bucket b
+                                          WHERE b.queue = q.name AND b.key = k.key),
+                                        greatest(1, floor(q.rate_limit_per_key_permits * 1000.0
+                                                          / q.rate_limit_per_key_period_ms))) AS tokens
+                         WHERE q.rate_limit_per_key_permits IS NOT NULL) t ON true), 0)::bigint AS waiting
+  FROM pgqueue.queue q
+ WHERE q.max_in_flight_per_key IS NOT NULL OR q.rate_limit_per_key_permits IS NOT NULL
+ ORDER BY q.name;

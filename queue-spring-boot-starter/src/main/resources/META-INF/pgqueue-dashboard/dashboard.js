@@ -92,7 +92,10 @@
         body.appendChild(el('tr', { 'data-queue': s.queue }, el('td', {}, link), td(s.ready, 'num'),
           td(s.scheduled, 'num'), td(s.inFlight, 'num'), td(s.deadLettered, 'num'), td(age(s.oldestReadyAgeSeconds), 'num'),
           td(s.rateLimit ? s.rateLimit + ' (' + s.waitingForRateLimit + ' waiting)' : '', 'num'),
-          td(s.concurrencyKey ? s.concurrencyKey + (s.maxInFlightPerKey != null ? ' (' + s.maxInFlightPerKey + ' per key)' : '') : '')));
+          td(s.concurrencyKey ? s.concurrencyKey + (s.waitingForKeyLimit != null ? ' (' + [
+            s.maxInFlightPerKey != null ? s.maxInFlightPerKey + ' in flight' : null,
+            s.rateLimitPerKey ? s.rateLimitPerKey : null].filter(Boolean).join(', ') + ' per key, '
+            + s.waitingForKeyLimit + ' waiting)' : '') : '')));
         if (!known.has(s.queue) && !/\.dlq$/.test(s.queue)) { origin.appendChild(el('option', { value: s.queue, text: s.queue })); }
       });
       drawChart(data.minutes);
@@ -154,6 +157,8 @@
         ['rate limit', p.rateLimit || 'none'],
         ['concurrency key', p.concurrencyKey || 'none'],
         ['max in flight per key', p.maxInFlightPerKey == null ? 'no limit' : p.maxInFlightPerKey],
+        ['rate limit per key', data.rateLimitPerKey || 'none'],
+        ['waiting for the limits per key', data.waitingForKeyLimit == null ? 'none' : data.waitingForKeyLimit],
         ['declared', time(p.updatedAt)]]
         : [['policy', 'not declared (defaults apply)']];
       rows.push(['messages', data.total]);

@@ -221,15 +221,34 @@ public final class QueueAdmin {
 		return limits.stream().map((state) -> state.waiting(this.template.stats(state.queue()).ready())).toList();
 	}
 
+	/**
+	 * Every queue with a limit per key, of messages in flight or of their rate: its concurrency key's
+	 * header, the limits, and how many of its messages wait for them (per key, the visible messages
+	 * beyond what the limits let out now, those in flight included, summed over the keys).
+	 */
+	public List<KeyLimitState> keyLimits() {
+		return this.jdbc.query(this.sql.keyLimits.with(new QueueSql.None()),
+				(rs, row) -> new KeyLimitState(rs.getString("name"), rs.getString("concurrency_key"),
+						(Integer) rs.getObject("max_in_flight_per_key"),
+						rateLimit(rs, "rate_limit_per_key_permits", "rate_limit_per_key_period_ms"), rs.getLong("waiting")));
+	}
+
 	private static RateLimit rateLimit(ResultSet rs) throws java.sql.SQLException {
-		int permits = rs.getInt("rate_limit_permits");
-		return rs.wasNull() ? null : new RateLimit(permits, Duration.ofMillis(rs.getInt("rate_limit_period_ms")));
+		return rateLimit(rs, "rate_limit_permits", "rate_limit_period_ms");
+	}
+
+	private static RateLimit rateLimit(ResultSet rs, String permitsColumn, String periodColumn)
+			throws java.sql.SQLException {
+		int permits = rs.getInt(permitsColumn);
+		return rs.wasNull() ? null : new RateLimit(permits, Duration.ofMillis(rs.getInt(periodColumn)));
 	}
 
 	private static QueueDefinition.ConcurrencyKey concurrencyKey(ResultSet rs) throws java.sql.SQLException {
 		String header = rs.getString("concurrency_key");
 		return (header != null)
-				? new QueueDefinition.ConcurrencyKey(header, (Integer) rs.getObject("max_in_flight_per_key")) : null;
+				? new QueueDefinition.ConcurrencyKey(header, (Integer) rs.getObject("max_in_flight_per_key"),
+						rateLimit(rs, "rate_limit_per_key_permits", "rate_limit_per_key_period_ms"))
+				: null;
 	}
 
 	/** What a role may do with a queue. */
@@ -316,7 +335,8 @@ public final class QueueAdmin {
 				definition.backoffMax().toMillis(), definition.deadLetterQueue(),
 				millis(definition.deduplicationWindow()), millis(definition.retention()),
 				(limit != null) ? limit.permits() : null, (limit != null) ? (int) limit.period().toMillis() : null,
-				(key != null) ? key.header() : null, (key != null) ? key.maxInFlight() : null)));
+				(key != null) ? key.header() : null, (key != null) ? key.maxInFlight() : null,
+				perKeyPermits(key), perKeyPeriodMs(key))));
 		if (definition.retention() != null) {
 			upkeepArchive();
 		}
@@ -540,7 +560,16 @@ public final class QueueAdmin {
 				definition.backoffInitial().toMillis(), definition.backoffMultiplier(), definition.backoffMax().toMillis(),
 				definition.deadLetterQueue(), millis(definition.deduplicationWindow()), millis(definition.retention()),
 				(limit != null) ? limit.permits() : null, (limit != null) ? (int) limit.period().toMillis() : null,
-				(key != null) ? key.header() : null, (key != null) ? key.maxInFlight() : null);
+				(key != null) ? key.header() : null, (key != null) ? key.maxInFlight() : null, perKeyPermits(key),
+				perKeyPeriodMs(key));
+	}
+
+	private static Integer perKeyPermits(QueueDefinition.ConcurrencyKey key) {
+		return (key != null && key.rateLimit() != null) ? key.rateLimit().permits() : null;
+	}
+
+	private static Integer perKeyPeriodMs(QueueDefinition.ConcurrencyKey key) {
+		return (key != null && key.rateLimit() != null) ? (int) key.rateLimit().period().toMillis() : null;
 	}
 
 	private static Long millis(Duration duration) {
@@ -595,6 +624,21 @@ public final class QueueAdmin {
 			return new RateLimitState(this.queue, this.limit, this.tokens, Math.max(0, ready - (long) Math.floor(this.tokens)));
 		}
 
+	}
+
+	/**
+	 * A queue with a limit per key, now.
+	 * @param queue the queue
+	 * @param concurrencyKey the header whose value is each message's key (null if the queue names
+	 * none: then only messages given a key by SQL are held to the limits)
+	 * @param maxInFlightPerKey the most messages of one key in flight at once; null for no such limit
+	 * @param rateLimitPerKey the rate at which each key's messages are handed out; null for no such limit
+	 * @param waiting its messages that wait for the limits: per key, the visible messages (in flight
+	 * or ready) beyond {@code maxInFlightPerKey} or beyond the whole tokens of the key's bucket now,
+	 * whichever is fewer, summed over the keys; messages without a key never wait for them
+	 */
+	public record KeyLimitState(String queue, String concurrencyKey, Integer maxInFlightPerKey,
+			RateLimit rateLimitPerKey, long waiting) {
 	}
 
 	/**

@@ -146,6 +146,16 @@ public record QueueDefinition(String name, int maxAttempts, Duration backoffInit
 		return keyed(new ConcurrencyKey(header, maxInFlight));
 	}
 
+	/**
+	 * This definition with messages keyed by the value of header {@code header} for fair claims, at
+	 * most {@code maxInFlight} messages of one key in flight at once (null: no such limit), and each
+	 * key's messages handed out at most at {@code rateLimit} (null: no such limit), every key on its
+	 * own, across every consumer.
+	 */
+	public QueueDefinition withConcurrencyKey(String header, Integer maxInFlight, RateLimit rateLimit) {
+		return keyed(new ConcurrencyKey(header, maxInFlight, rateLimit));
+	}
+
 	/** This definition without a concurrency key. */
 	public QueueDefinition withoutConcurrencyKey() {
 		return keyed(null);
@@ -171,8 +181,15 @@ public record QueueDefinition(String name, int maxAttempts, Duration backoffInit
 	 * {@value QueueDefinition#MAX_CONCURRENCY_KEY_HEADER_LENGTH} characters, no control characters
 	 * @param maxInFlight the most messages of one key that consumers of every JVM hold at once, at
 	 * least 1; null for no limit
+	 * @param rateLimit the rate at which consumers of every JVM take the messages of each key, every
+	 * key on its own; null for no limit. Messages without the header are not limited per key.
 	 */
-	public record ConcurrencyKey(String header, Integer maxInFlight) {
+	public record ConcurrencyKey(String header, Integer maxInFlight, RateLimit rateLimit) {
+
+		/** A concurrency key without a rate limit per key. */
+		public ConcurrencyKey(String header, Integer maxInFlight) {
+			this(header, maxInFlight, null);
+		}
 
 		/** Fails, naming {@code queue}, if the header or the limit is not valid. */
 		void check(String queue) {

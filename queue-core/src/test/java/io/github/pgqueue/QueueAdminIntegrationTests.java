@@ -70,6 +70,37 @@ class QueueAdminIntegrationTests {
 	}
 
 	@Test
+	void keyLimitsCountTheMessagesOfEachKeyBeyondItsLimitInFlightOnesIncluded() {
+		this.admin.declare(QueueDefinition.of("per-tenant").withConcurrencyKey("tenant", 2));
+		this.admin.declare(QueueDefinition.of("quiet").withConcurrencyKey("tenant", 1));
+		this.admin.declare(QueueDefinition.of("unlimited").withConcurrencyKey("tenant"));
+		SendOptions acme = SendOptions.builder().header("tenant", "acme").build();
+		this.template.sendBatch("per-tenant", List.of(1, 2, 3, 4, 5), acme);
+		this.template.send("per-tenant", 6, SendOptions.builder().header("tenant", "globex").build());
+		this.template.send("per-tenant", 7, SendOptions.builder().header("tenant", "acme").delay(Duration.ofHours(1))
+			.build());
+		this.template.sendBatch("per-tenant", List.of(8, 9));
+		this.template.sendBatch("unlimited", List.of(1, 2, 3), acme);
+		// acme: 5 visible, 2 of them may be in flight; globex's one and those without a key never wait.
+		assertThat(this.admin.keyLimits()).containsExactly(
+				new QueueAdmin.KeyLimitState("per-tenant", "tenant", 2, null, 3),
+				new QueueAdmin.KeyLimitState("quiet", "tenant", 1, null, 0));
+
+		Lease<Integer> first = this.template.receive("per-tenant", Integer.class).orElseThrow();
+		Lease<Integer> second = this.template.receive("per-tenant", Integer.class).orElseThrow();
+		assertThat(List.of(first.payload(), second.payload())).containsExactly(1, 2);
+		assertThat(waiting("per-tenant")).as("in flight, the two still count against the limit").isEqualTo(3);
+		first.ack();
+		second.ack();
+		assertThat(waiting("per-tenant")).as("acked: 3 of acme left, 1 beyond the limit").isEqualTo(1);
+	}
+
+	private long waiting(String queue) {
+		return this.admin.keyLimits().stream().filter((state) -> state.queue().equals(queue)).findFirst().orElseThrow()
+			.waiting();
+	}
+
+	@Test
 	void aPausedQueueIsConsumedByNoListenerAndNoReceiveUntilResumed() throws Exception {
 		this.admin.create(QueueDefinition.of("mail"));
 		AtomicInteger handled = new AtomicInteger();

@@ -24,7 +24,10 @@ import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
  * {@code rate-limit}: what a rate limit costs when it does not hold anything back. The same backlog
  * drained by 4 consumers at batch 10 and 100, in both modes, without a limit and with one far above
  * the drain rate (1 000 000/s: every take is granted), alternated three times, median; a limited
- * claim runs one more statement, the take of tokens. Also the take's own time on one connection.
+ * claim runs one more statement, the take of tokens. The same for a limit per key: a backlog spread
+ * over 100 keys of a queue with a concurrency key, without and with a limit of each key far above
+ * the drain rate (a claim runs a take of its keys' tokens before it and a give-back after it).
+ * Also the take's own time on one connection.
  */
 final class RateLimitScenario {
 
@@ -33,6 +36,9 @@ final class RateLimitScenario {
 	private static final int CONSUMERS = 4;
 
 	private static final RateLimit FAR_ABOVE = RateLimit.perSecond(1_000_000);
+
+	/** How many keys a keyed drain's backlog is spread over. */
+	private static final int KEYS = 100;
 
 	private final BenchContext context;
 
@@ -52,9 +58,13 @@ final class RateLimitScenario {
 			for (int batch : List.of(10, 100)) {
 				List<Double> free = new ArrayList<>();
 				List<Double> limited = new ArrayList<>();
+				List<Double> keyed = new ArrayList<>();
+				List<Double> keyLimited = new ArrayList<>();
 				for (int round = 0; round < 3; round++) {
-					free.add(drain(mode, batch, backlog, null));
-					limited.add(drain(mode, batch, backlog, FAR_ABOVE));
+					free.add(drain(mode, batch, backlog, null, false, null));
+					limited.add(drain(mode, batch, backlog, FAR_ABOVE, false, null));
+					keyed.add(drain(mode, batch, backlog, null, true, null));
+					keyLimited.add(drain(mode, batch, backlog, null, true, FAR_ABOVE));
 				}
 				String system = (mode == ConsumptionMode.TRANSACTIONAL) ? "pgqueue-tx" : "pgqueue";
 				double freeRate = median(free);
@@ -65,19 +75,37 @@ final class RateLimitScenario {
 						String.valueOf(batch), backlog, limitedRate).with("runs", limited.toString()));
 				this.context.results().ratio("scenario=rate-limit system=" + system + " consumers=" + CONSUMERS
 						+ " batch=" + batch + " limited/unlimited=" + Results.ratio(limitedRate / freeRate));
+				double keyedRate = median(keyed);
+				double keyLimitedRate = median(keyLimited);
+				this.context.results().add(BenchRow.throughput("rate-limit", system + "-keyed", CONSUMERS,
+						String.valueOf(batch), backlog, keyedRate).with("runs", keyed.toString()));
+				this.context.results().add(BenchRow.throughput("rate-limit", system + "-limited-per-key", CONSUMERS,
+						String.valueOf(batch), backlog, keyLimitedRate).with("runs", keyLimited.toString()));
+				this.context.results().ratio("scenario=rate-limit system=" + system + " consumers=" + CONSUMERS
+						+ " batch=" + batch + " keys=" + KEYS + " limited-per-key/keyed="
+						+ Results.ratio(keyLimitedRate / keyedRate));
 			}
 		}
 		takeTime();
 		this.context.database().execute("TRUNCATE pgqueue.message");
 	}
 
-	/** Drains a backlog of {@code messages}; msgs/s. */
-	private double drain(ConsumptionMode mode, int batch, int messages, RateLimit limit) {
+	/**
+	 * Drains a backlog of {@code messages}, keyed by header tenant over {@link #KEYS} keys if
+	 * {@code keyed}, with {@code limit} on the queue and {@code perKey} on each key; msgs/s.
+	 */
+	private double drain(ConsumptionMode mode, int batch, int messages, RateLimit limit, boolean keyed,
+			RateLimit perKey) {
 		this.context.database().execute("TRUNCATE pgqueue.message");
-		this.admin.declare(QueueDefinition.of(QUEUE).withRateLimit(limit));
+		QueueDefinition definition = QueueDefinition.of(QUEUE).withRateLimit(limit);
+		this.admin.declare(keyed ? definition.withConcurrencyKey("tenant", null, perKey) : definition);
 		this.context.database().admin().update("""
-				INSERT INTO pgqueue.message (queue, payload)
-				SELECT ?, jsonb_build_object('n', g) FROM generate_series(1, ?) g""", QUEUE, messages);
+				INSERT INTO pgqueue.message (queue, payload, headers, concurrency_key)
+				SELECT ?, jsonb_build_object('n', g), k.headers, k.key
+				  FROM generate_series(1, ?) g
+				 CROSS JOIN LATERAL (SELECT CASE WHEN ? THEN jsonb_build_object('tenant', 't' || g % ?) ELSE '{}' END,
+				                            CASE WHEN ? THEN 't' || g % ? END) k(headers, key)""",
+				QUEUE, messages, keyed, KEYS, keyed, KEYS);
 		this.context.database().vacuumAnalyze("pgqueue.message");
 		LongAdder handled = new LongAdder();
 		QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),

@@ -111,7 +111,10 @@ public final class ClaimCursors {
 		/** A concurrency key: a fair claim now and then. */
 		KEYED,
 
-		/** A concurrency key and a limit of messages in flight per key: fair claims only. */
+		/**
+		 * A concurrency key and a limit per key, of messages in flight or of their rate: fair claims
+		 * only.
+		 */
 		LIMITED;
 
 		/** Reads the row of {@code concurrency_key_of}, if any. */
@@ -120,7 +123,7 @@ public final class ClaimCursors {
 				return NONE;
 			}
 			rs.getInt("max_in_flight_per_key");
-			return rs.wasNull() ? KEYED : LIMITED;
+			return (rs.wasNull() && !rs.getBoolean("rate_limited_per_key")) ? KEYED : LIMITED;
 		}
 
 	}

@@ -200,6 +200,15 @@ public final class ConsumerSession implements AutoCloseable {
 	 * and not written.
 	 */
 	public Claim claim(String queue, int max, boolean mayTakeOpen, HeaderFilter filter) {
+		return claim(queue, max, mayTakeOpen, filter, (TokenBucket.KeyGrants) null);
+	}
+
+	/**
+	 * Claims like {@link #claim(String, int, boolean, HeaderFilter)}, of a queue limited per key at
+	 * most the messages of each key that {@code grants} granted ({@link #takeKeyTokens}; null for a
+	 * queue without such a limit), and gives back the tokens the claim did not use.
+	 */
+	public Claim claim(String queue, int max, boolean mayTakeOpen, HeaderFilter filter, TokenBucket.KeyGrants grants) {
 		if (!this.held.isEmpty()) {
 			throw new IllegalStateException("Session " + this.backendPid + " still holds " + this.held
 					+ "; complete them before claiming more");
@@ -209,8 +218,8 @@ public final class ConsumerSession implements AutoCloseable {
 		Claim claim = null;
 		// A claim whose rows the re-check all found gone (completed by other consumers after its
 		// snapshot was taken) met a busy queue, not an empty one: it is made again, going on past them.
-		if (this.cursors.fairClaimDue(queue, this.keyed.computeIfAbsent(queue, this::readKeying))) {
-			return claimFair(queue, max, mayTakeOpen, filter);
+		if (grants != null || this.cursors.fairClaimDue(queue, this.keyed.computeIfAbsent(queue, this::readKeying))) {
+			return claimFair(queue, max, mayTakeOpen, filter, grants);
 		}
 		for (int i = 0; i < RACED_CLAIM_ATTEMPTS && (claim == null || claim.racedOnly()); i++) {
 			ClaimCursors.Next next = this.cursors.next(queue);
@@ -237,19 +246,26 @@ public final class ConsumerSession implements AutoCloseable {
 	 * A {@code claim_fair} of {@code queue}, after the key its last one served, from where the
 	 * cursors say; keeps the cursor of a full claim as {@link #claim} does.
 	 */
-	private Claim claimFair(String queue, int max, boolean mayTakeOpen, HeaderFilter filter) {
+	private Claim claimFair(String queue, int max, boolean mayTakeOpen, HeaderFilter filter,
+			TokenBucket.KeyGrants grants) {
 		ClaimCursors.Next next = this.cursors.next(queue);
 		ClaimCursor cursor = next.after();
 		QueueSql.SessionFairClaim parameters = new QueueSql.SessionFairClaim(queue, mayTakeOpen,
 				(filter != null) ? filter.documents() : null, this.namespace, this.sessionKey, this.maxPayloadBytes,
 				this.fairCursors.getOrDefault(queue, ""), (cursor != null) ? cursor.priority() : null,
-				(cursor != null) ? cursor.visibleAtMicros() : null, (cursor != null) ? cursor.id() : null);
+				(cursor != null) ? cursor.visibleAtMicros() : null, (cursor != null) ? cursor.id() : null,
+				(grants != null) ? grants.argument(++this.claims) : null);
 		try (PreparedStatement ps = this.sql.claimFair.variant(max, filter != null).prepare(this.connection, parameters)) {
 			this.nextKey = null;
 			this.walkFull = false;
+			this.grantsLeft = null;
 			this.readingFair = true;
 			try {
 				Claim claim = readClaim(queue, ps, true);
+				if (grants != null) {
+					// In autocommit, after the claim's own transaction: no bucket is locked while messages are held.
+					TokenBucket.giveBackForKeys(this.connection, this.sql, queue, TokenBucket.KeyGrants.left(this.grantsLeft));
+				}
 				this.fairCursors.put(queue, (this.nextKey != null) ? this.nextKey : "");
 				releaseSlotsOnceDone(); // slots of rows it locked but did not hand out
 				if (this.walkFull || claim.messages().size() + claim.deadLettered() + claim.raced() == max) {
@@ -284,6 +300,12 @@ public final class ConsumerSession implements AutoCloseable {
 	private String nextKey;
 
 	private boolean walkFull;
+
+	/** The grants_left of the fair claim read last: the tokens of its keys it did not use (JSON). */
+	private String grantsLeft;
+
+	/** How many claims with grants this session made: each one's id in its grants. */
+	private long claims;
 
 	private boolean readingFair;
 
@@ -325,8 +347,23 @@ public final class ConsumerSession implements AutoCloseable {
 		}
 	}
 
+	/**
+	 * Takes tokens of {@code queue}'s keys' buckets on this session's connection, before a claim:
+	 * for the keys its next fair claim serves (see {@code take_key_tokens}).
+	 */
+	public TokenBucket.KeyGrants takeKeyTokens(String queue, int wanted) {
+		checkNotLost();
+		try {
+			return TokenBucket.takeForKeys(this.connection, this.sql, queue, wanted,
+					this.fairCursors.getOrDefault(queue, ""));
+		}
+		catch (SQLException ex) {
+			throw failure("take tokens of the keys of queue '" + queue + "'", ex);
+		}
+	}
+
 	/** Which of {@code queues} have a rate limit now, read on this session's connection. */
-	public java.util.Set<String> rateLimitedQueues(List<String> queues) {
+	public java.util.Map<String, TokenBucket.Limited> rateLimitedQueues(List<String> queues) {
 		checkNotLost();
 		try {
 			return TokenBucket.limitedQueues(this.connection, this.sql, queues);
@@ -410,6 +447,9 @@ public final class ConsumerSession implements AutoCloseable {
 							}
 						}
 					}
+				}
+				if (this.readingFair && this.grantsLeft == null) {
+					this.grantsLeft = rs.getString("grants_left"); // the same in every row
 				}
 				if (kind.equals("next_due")) {
 					long ms = rs.getLong("next_due_ms");

@@ -90,7 +90,8 @@ public final class QueueSql {
 	 * ("" for the first), and from the head or, with the last three, from a cursor.
 	 */
 	public record SessionFairClaim(String queue, boolean mayTakeSuspects, String[] filter, int namespace, long session,
-			int payloadLimit, String afterKey, Integer afterPriority, Long afterVisibleAtUs, Long afterId) {
+			int payloadLimit, String afterKey, Integer afterPriority, Long afterVisibleAtUs, Long afterId,
+			String grants) {
 	}
 
 	/** Parameters of {@code release_slots}: the lock keys of the per-key slots a fair claim took. */
@@ -176,7 +177,7 @@ public final class QueueSql {
 
 	/** Parameters of the transactional {@code claim_fair}: it goes on after the key {@code afterKey} ("" for the first). */
 	public record TransactionalFairClaim(String queue, String[] filter, int namespace, int payloadLimit,
-			String afterKey, Integer afterPriority, Long afterVisibleAtUs, Long afterId) {
+			String afterKey, Integer afterPriority, Long afterVisibleAtUs, Long afterId, String grants) {
 	}
 
 	/** Parameters of a transaction's {@code ack}. */
@@ -275,7 +276,8 @@ public final class QueueSql {
 	public record UpsertQueue(String name, int maxAttempts, long backoffInitialMs, double backoffMultiplier,
 			long backoffMaxMs, String deadLetterQueue,
 			Long deduplicationWindowMs, Long retentionMs, Integer rateLimitPermits, Integer rateLimitPeriodMs,
-			String concurrencyKey, Integer maxInFlightPerKey) {
+			String concurrencyKey, Integer maxInFlightPerKey, Integer rateLimitPerKeyPermits,
+			Integer rateLimitPerKeyPeriodMs) {
 	}
 
 	/** Parameters of {@code redrive}. */
@@ -327,7 +329,8 @@ public final class QueueSql {
 	public record QueueDefinition(String name, int maxAttempts, long backoffInitialMs, double backoffMultiplier,
 			long backoffMaxMs, String deadLetterQueue,
 			Long deduplicationWindowMs, Long retentionMs, Integer rateLimitPermits, Integer rateLimitPeriodMs,
-			String concurrencyKey, Integer maxInFlightPerKey) {
+			String concurrencyKey, Integer maxInFlightPerKey, Integer rateLimitPerKeyPermits,
+			Integer rateLimitPerKeyPeriodMs) {
 	}
 
 	/** Parameters of {@code set_paused}. */
@@ -477,13 +480,27 @@ public final class QueueSql {
 	public record GiveBackTokens(String queue, int unused) {
 	}
 
+	/** Parameters of {@code take_key_tokens}. */
+	public record TakeKeyTokens(String queue, int wanted, String afterKey) {
+	}
+
+	/** Parameters of {@code give_back_key_tokens}: keys and their unused tokens, side by side. */
+	public record GiveBackKeyTokens(String queue, String[] keys, Integer[] unused) {
+	}
+
 	public final NamedStatement<TakeTokens> takeTokens;
+
+	public final NamedStatement<TakeKeyTokens> takeKeyTokens;
+
+	public final NamedStatement<GiveBackKeyTokens> giveBackKeyTokens;
 
 	public final NamedStatement<GiveBackTokens> giveBackTokens;
 
 	public final NamedStatement<Queues> rateLimitedQueues;
 
 	public final NamedStatement<None> rateLimits;
+
+	public final NamedStatement<None> keyLimits;
 
 	private final String schema;
 
@@ -590,8 +607,11 @@ public final class QueueSql {
 
 		this.takeTokens = NamedStatement.load(s, "limits", "take_tokens", TakeTokens.class);
 		this.giveBackTokens = NamedStatement.load(s, "limits", "give_back_tokens", GiveBackTokens.class);
+		this.takeKeyTokens = NamedStatement.load(s, "limits", "take_key_tokens", TakeKeyTokens.class);
+		this.giveBackKeyTokens = NamedStatement.load(s, "limits", "give_back_key_tokens", GiveBackKeyTokens.class);
 		this.rateLimitedQueues = NamedStatement.load(s, "limits", "rate_limited_queues", Queues.class);
 		this.rateLimits = NamedStatement.load(s, "limits", "rate_limits", None.class);
+		this.keyLimits = NamedStatement.load(s, "limits", "key_limits", None.class);
 	}
 
 	/** The validated schema name. */

@@ -5,11 +5,15 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.LinkedHashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Set;
+import java.util.Map;
+import java.util.TreeMap;
 
 import javax.sql.DataSource;
+
+import tools.jackson.core.type.TypeReference;
+import tools.jackson.databind.json.JsonMapper;
 
 import io.github.pgqueue.QueueException;
 
@@ -39,8 +43,11 @@ public final class TokenBucket {
 		return new TokenBucket(dataSource, sql);
 	}
 
-	/** Which of {@code queues} have a rate limit now, on a connection of {@code dataSource}. */
-	public static Set<String> limitedQueues(DataSource dataSource, QueueSql sql, List<String> queues) {
+	/**
+	 * Which of {@code queues} have a rate limit now, of the queue or of each key, on a connection of
+	 * {@code dataSource}.
+	 */
+	public static Map<String, Limited> limitedQueues(DataSource dataSource, QueueSql sql, List<String> queues) {
 		try (Connection connection = dataSource.getConnection()) {
 			return limitedQueues(connection, sql, queues);
 		}
@@ -50,14 +57,92 @@ public final class TokenBucket {
 	}
 
 	/** {@code rate_limited_queues} on {@code connection}. */
-	static Set<String> limitedQueues(Connection connection, QueueSql sql, List<String> queues) throws SQLException {
+	static Map<String, Limited> limitedQueues(Connection connection, QueueSql sql, List<String> queues)
+			throws SQLException {
 		try (PreparedStatement ps = sql.rateLimitedQueues.prepare(connection,
 				new QueueSql.Queues(queues.toArray(String[]::new))); ResultSet rs = ps.executeQuery()) {
-			Set<String> limited = new LinkedHashSet<>();
+			Map<String, Limited> limited = new LinkedHashMap<>();
 			while (rs.next()) {
-				limited.add(rs.getString("name"));
+				limited.put(rs.getString("name"), new Limited(rs.getBoolean("queue_wide"), rs.getBoolean("per_key")));
 			}
 			return limited;
+		}
+	}
+
+	/**
+	 * Takes tokens of {@code queue}'s keys' buckets for up to {@code wanted} keys with ready messages,
+	 * from the key after {@code afterKey} on (see {@code take_key_tokens}); null if the queue is not
+	 * limited per key (any more).
+	 */
+	public KeyGrants takeForKeys(String queue, int wanted, String afterKey) {
+		try (Connection connection = this.dataSource.getConnection()) {
+			return inAutocommit(connection, () -> takeForKeys(connection, this.sql, queue, wanted, afterKey));
+		}
+		catch (SQLException ex) {
+			throw new QueueException("Could not take tokens of the keys of queue '" + queue + "': " + ex.getMessage(),
+					ex);
+		}
+	}
+
+	/** Gives back the tokens {@code left} by a claim of {@code queue} (see {@link KeyGrants#left}). */
+	public void giveBackForKeys(String queue, Map<String, Integer> left) {
+		if (left.isEmpty()) {
+			return;
+		}
+		try (Connection connection = this.dataSource.getConnection()) {
+			inAutocommit(connection, () -> {
+				giveBackForKeys(connection, this.sql, queue, left);
+				return null;
+			});
+		}
+		catch (SQLException ex) {
+			throw new QueueException("Could not give back tokens of the keys of queue '" + queue + "': "
+					+ ex.getMessage(), ex);
+		}
+	}
+
+	/**
+	 * {@code take_key_tokens} on {@code connection}, which must be in autocommit; null if the queue
+	 * is not limited per key (any more).
+	 */
+	static KeyGrants takeForKeys(Connection connection, QueueSql sql, String queue, int wanted, String afterKey)
+			throws SQLException {
+		try (PreparedStatement ps = sql.takeKeyTokens.prepare(connection,
+				new QueueSql.TakeKeyTokens(queue, wanted, afterKey)); ResultSet rs = ps.executeQuery()) {
+			Map<String, Integer> granted = new LinkedHashMap<>();
+			long nextInMs = Long.MAX_VALUE;
+			boolean limited = false;
+			while (rs.next()) {
+				String key = rs.getString("key");
+				if (key == null) {
+					limited = true;
+					continue;
+				}
+				granted.put(key, rs.getInt("granted"));
+				nextInMs = Math.min(nextInMs, rs.getLong("next_in_ms"));
+			}
+			if (!limited) {
+				return null;
+			}
+			return new KeyGrants(granted, granted.isEmpty() ? Duration.ZERO : Duration.ofMillis(Math.max(0, nextInMs)));
+		}
+	}
+
+	/** {@code give_back_key_tokens} on {@code connection}, which must be in autocommit. */
+	static void giveBackForKeys(Connection connection, QueueSql sql, String queue, Map<String, Integer> left)
+			throws SQLException {
+		Map<String, Integer> unused = new TreeMap<>();
+		left.forEach((key, tokens) -> {
+			if (tokens > 0) {
+				unused.put(key, tokens);
+			}
+		});
+		if (unused.isEmpty()) {
+			return;
+		}
+		try (PreparedStatement ps = sql.giveBackKeyTokens.prepare(connection, new QueueSql.GiveBackKeyTokens(queue,
+				unused.keySet().toArray(String[]::new), unused.values().toArray(Integer[]::new)))) {
+			ps.executeUpdate();
 		}
 	}
 
@@ -121,6 +206,63 @@ public final class TokenBucket {
 	private interface SqlCall<T> {
 
 		T call() throws SQLException;
+
+	}
+
+	/**
+	 * Which rate limits a queue has.
+	 * @param queueWide a limit of the queue's messages, all together
+	 * @param perKey a limit of each key's messages (see {@link io.github.pgqueue.QueueDefinition.ConcurrencyKey})
+	 */
+	public record Limited(boolean queueWide, boolean perKey) {
+	}
+
+	/**
+	 * What a take of the keys' tokens granted: the tokens of each key taken for, some 0, in the
+	 * order the claim serves them; no key when none has a ready message.
+	 * @param granted the tokens granted, by key
+	 * @param nextIn how long until the first of those keys holds a token again, as things stand
+	 */
+	public record KeyGrants(Map<String, Integer> granted, Duration nextIn) {
+
+		private static final JsonMapper JSON = JsonMapper.builder().build();
+
+		/** How many messages the claim may take in all, of every key. */
+		public int total() {
+			return this.granted.values().stream().mapToInt(Integer::intValue).sum();
+		}
+
+		/**
+		 * Whether keys have ready messages but none was granted a token: a claim would take none of
+		 * them, and the poller waits {@link #nextIn} (or for news) instead.
+		 */
+		public boolean starved() {
+			return !this.granted.isEmpty() && total() == 0;
+		}
+
+		/**
+		 * The claim's {@code :grants} argument: {@code {"claim": claim, "left": {key: tokens}}}, the
+		 * keys granted no token left out. {@code claim} must differ from the one of the claim made
+		 * before it in the same transaction.
+		 */
+		public String argument(long claim) {
+			Map<String, Integer> left = new LinkedHashMap<>();
+			this.granted.forEach((key, tokens) -> {
+				if (tokens > 0) {
+					left.put(key, tokens);
+				}
+			});
+			return JSON.writeValueAsString(Map.of("claim", claim, "left", left));
+		}
+
+		/** The tokens a claim left, by key, from its {@code grants_left} column (null: none). */
+		public static Map<String, Integer> left(String grantsLeft) {
+			if (grantsLeft == null) {
+				return Map.of();
+			}
+			return JSON.readValue(grantsLeft, new TypeReference<Map<String, Integer>>() {
+			});
+		}
 
 	}
 

@@ -56,6 +56,11 @@ final class SessionStrategy implements ConsumptionStrategy {
 			SessionStrategy.this.session.giveBackTokens(queue, unused);
 		}
 
+		@Override
+		public TokenBucket.KeyGrants takeForKeys(String queue, int wanted) {
+			return SessionStrategy.this.session.takeKeyTokens(queue, wanted);
+		}
+
 	};
 
 	SessionStrategy(Dispatcher dispatcher, Supplier<ConsumerSession> sessions, ListenerMetrics metrics,
@@ -79,7 +84,8 @@ final class SessionStrategy implements ConsumptionStrategy {
 		if (permit.max() == 0) {
 			return new Polled(0, false, true, permit.waitFor());
 		}
-		ConsumerSession.Claim claim = this.session.claim(queue, permit.max(), mayTakeSuspects, this.filter);
+		ConsumerSession.Claim claim = this.session.claim(queue, permit.max(), mayTakeSuspects, this.filter,
+				permit.keyGrants());
 		this.metrics.processed(queue, Outcome.DEAD, claim.deadLettered());
 		if (!claim.messages().isEmpty()) {
 			if (claim.inTurn()) {

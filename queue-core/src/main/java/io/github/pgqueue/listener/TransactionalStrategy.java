@@ -122,6 +122,9 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 	/** Tokens of rate-limited queues, taken on a connection of the application's pool outside any transaction. */
 	private final RateLimiter.Tokens tokens;
 
+	/** The rate-limit buckets, taken from and given back to on connections of the pool, in autocommit. */
+	private final TokenBucket bucket;
+
 	private final RateLimiter limiter;
 
 	/**
@@ -166,7 +169,8 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 		this.claims = claims(this.batchSize);
 		this.limiter = new RateLimiter(() -> TokenBucket.limitedQueues(this.dataSource, sql,
 				endpoint.containerProperties().queues()), metrics);
-		TokenBucket bucket = TokenBucket.onDataSource(this.dataSource, sql);
+		this.bucket = TokenBucket.onDataSource(this.dataSource, sql);
+		TokenBucket bucket = this.bucket;
 		this.tokens = new RateLimiter.Tokens() {
 
 			@Override
@@ -177,6 +181,12 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 			@Override
 			public void giveBack(String queue, int unused) {
 				bucket.giveBack(queue, unused);
+			}
+
+			@Override
+			public TokenBucket.KeyGrants takeForKeys(String queue, int wanted) {
+				return bucket.takeForKeys(queue, wanted,
+						TransactionalStrategy.this.fairCursors.getOrDefault(queue, ""));
 			}
 
 		};
@@ -223,6 +233,9 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 
 	private final java.util.Map<String, String> fairCursors = new java.util.HashMap<>();
 
+	/** How many claims with grants of keys' tokens this poller made: each one's id in its grants. */
+	private long claimsWithGrants;
+
 	/**
 	 * How {@code queue}'s claims treat its concurrency key, read on a connection of its own: the
 	 * claim's transaction must begin with its isolation level, so nothing may be read in it first.
@@ -261,7 +274,11 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 		}
 		Timer timer = this.metrics.timer(queue);
 		this.keyed.computeIfAbsent(queue, this::readKeying); // before the transaction, which begins with its isolation
-		Batch batch = this.transactions.execute((status) -> runBatch(queue, permit.max(), status, timer));
+		Batch batch = this.transactions.execute((status) -> runBatch(queue, permit, status, timer));
+		if (permit.keyGrants() != null) {
+			// After the transaction, on a connection of its own: its keys' tokens it did not use.
+			this.bucket.giveBackForKeys(queue, TokenBucket.KeyGrants.left(batch.grantsLeft));
+		}
 		// Suspects count as used whether this poller may run them or not: the upper bound holds.
 		this.limiter.used(queue, permit, batch.claimed + batch.suspects.size(), this.tokens);
 		batch.counted(this.metrics, queue);
@@ -300,14 +317,15 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 				|| (batch.fromCursor && this.foundSinceHead.contains(queue));
 	}
 
-	private Batch runBatch(String queue, int max, TransactionStatus status, Timer timer) {
+	private Batch runBatch(String queue, RateLimiter.Permit permit, TransactionStatus status, Timer timer) {
 		Connection connection = DataSourceUtils.getConnection(this.dataSource);
-		return RecordedRemovals.asConsumer(connection, () -> runBatch(queue, max, connection, timer));
+		return RecordedRemovals.asConsumer(connection, () -> runBatch(queue, permit, connection, timer));
 	}
 
-	private Batch runBatch(String queue, int max, Connection connection, Timer timer) {
+	private Batch runBatch(String queue, RateLimiter.Permit permit, Connection connection, Timer timer) {
 		long deadline = System.nanoTime() + this.timeout.toNanos();
-		Batch batch = claim(queue, max, connection);
+		int max = permit.max();
+		Batch batch = claim(queue, max, permit.keyGrants(), connection);
 		List<Delivery> deliveries = new ArrayList<>(batch.messages.size());
 		List<ClaimedMessage> usable = new ArrayList<>(batch.messages.size());
 		for (ClaimedMessage message : batch.messages) {
@@ -509,14 +527,15 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 	 * where this poller's last full batch ended, as a session poller does (see
 	 * {@link ConsumerSession}), or from the head.
 	 */
-	private Batch claim(String queue, int max, Connection connection) {
+	private Batch claim(String queue, int max, TokenBucket.KeyGrants grants, Connection connection) {
 		Batch batch = new Batch();
 		Claims claims = (max == this.batchSize) ? this.claims : this.smallerClaims.computeIfAbsent(max, this::claims);
 		ClaimCursors.Next next = this.cursors.next(queue);
 		ClaimCursor cursor = next.after();
 		batch.fromCursor = cursor != null;
 		ClaimCursor last = null;
-		boolean fair = this.cursors.fairClaimDue(queue, this.keyed.computeIfAbsent(queue, this::readKeying));
+		boolean fair = grants != null
+				|| this.cursors.fairClaimDue(queue, this.keyed.computeIfAbsent(queue, this::readKeying));
 		String nextKey = null;
 		boolean walkFull = false;
 		NamedStatement<TransactionalClaim> statement = next.scanHeads()
@@ -530,7 +549,8 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 				? claims.fair().prepare(connection, new QueueSql.TransactionalFairClaim(queue,
 						(this.filter != null) ? this.filter.documents() : null, this.namespace, this.maxPayloadBytes,
 						this.fairCursors.getOrDefault(queue, ""), parameters.afterPriority(),
-						parameters.afterVisibleAtUs(), parameters.afterId()))
+						parameters.afterVisibleAtUs(), parameters.afterId(),
+						(grants != null) ? grants.argument(++this.claimsWithGrants) : null))
 				: statement.prepare(connection, parameters)) {
 			boolean rows = ps.execute();
 			while (!rows && ps.getUpdateCount() != -1) {
@@ -538,6 +558,9 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 			}
 			try (ResultSet rs = ps.getResultSet()) {
 				while (rs.next()) {
+					if (grants != null && batch.grantsLeft == null) {
+						batch.grantsLeft = rs.getString("grants_left"); // the same in every row
+					}
 					if (fair && !rs.getString("kind").equals("next_due") && nextKey == null) {
 						nextKey = rs.getString("next_key");
 						walkFull = rs.getBoolean("walk_full");
@@ -800,6 +823,9 @@ final class TransactionalStrategy implements ConsumptionStrategy {
 
 		/** Whether the claim said it found all a claim right after it could (see {@link Polled#settled()}). */
 		boolean settled;
+
+		/** Of a claim with grants of its keys' tokens, the tokens it did not use (grants_left, JSON). */
+		String grantsLeft;
 
 		int claimed;
 

@@ -153,7 +153,7 @@ class AdminStatementsIntegrationTests {
 		Connection connection = this.connections.open();
 
 		assertThat(update(connection, this.sql.upsertQueue, new QueueSql.UpsertQueue("up", 3, 100, 1.5, 5000,
-				"up-dead", null, null, 100, 1000, "tenant", 2))).isEqualTo(1);
+				"up-dead", null, null, 100, 1000, "tenant", 2, 5, 60000))).isEqualTo(1);
 		assertThat(queue("up")).containsExactly(entry("name", "up"), entry("max_attempts", 3),
 				entry("backoff_initial_ms", 100L), entry("backoff_multiplier", 1.5), entry("backoff_max_ms", 5000L),
 				entry("dead_letter_queue", "up-dead"), entry("paused", false), entry("rate_limit_permits", 100),
@@ -162,18 +162,23 @@ class AdminStatementsIntegrationTests {
 
 		this.jdbc.update("UPDATE pgqueue.queue SET paused = true, updated_at = now() - interval '1 hour'");
 		assertThat(update(connection, this.sql.upsertQueue, new QueueSql.UpsertQueue("up", 7, 200, 2.5, 9000, null, 60000L,
-				3600000L, null, null, null, null))).isEqualTo(1);
+				3600000L, null, null, null, null, null, null))).isEqualTo(1);
 		assertThat(queue("up")).as("the policy replaced (the rate limit and the concurrency key removed), the pause kept")
 			.containsExactly(entry("name", "up"), entry("max_attempts", 7), entry("backoff_initial_ms", 200L),
 					entry("backoff_multiplier", 2.5), entry("backoff_max_ms", 9000L), entry("dead_letter_queue", null),
 					entry("paused", true), entry("rate_limit_permits", null), entry("rate_limit_period_ms", null),
 					entry("concurrency_key", null), entry("max_in_flight_per_key", null), entry("recently_updated", true));
 		assertThat(update(connection, this.sql.upsertQueue, new QueueSql.UpsertQueue("up", 7, 200, 2.5, 9000, null, 60000L,
-				3600000L, null, null, "region", null))).isEqualTo(1);
+				3600000L, null, null, "region", null, null, null))).isEqualTo(1);
 		assertThat(queue("up")).as("a key without a limit").contains(entry("concurrency_key", "region"),
 				entry("max_in_flight_per_key", null));
 		assertThat(this.jdbc.queryForList("SELECT deduplication_window_ms, retention_ms FROM pgqueue.queue WHERE name = 'up'"))
 			.containsExactly(Map.of("deduplication_window_ms", 60000L, "retention_ms", 3600000L));
+		assertThat(update(connection, this.sql.upsertQueue, new QueueSql.UpsertQueue("up", 7, 200, 2.5, 9000, null, 60000L,
+				3600000L, null, null, "region", null, 5, 60000))).isEqualTo(1);
+		assertThat(this.jdbc.queryForList("SELECT rate_limit_per_key_permits, rate_limit_per_key_period_ms "
+				+ "FROM pgqueue.queue WHERE name = 'up'")).as("a rate limit per key")
+			.containsExactly(Map.of("rate_limit_per_key_permits", 5, "rate_limit_per_key_period_ms", 60000));
 	}
 
 	@Test
@@ -338,7 +343,7 @@ class AdminStatementsIntegrationTests {
 				entry("paused", true), entry("rate_limit_permits", 6000), entry("rate_limit_period_ms", 60000),
 				entry("concurrency_key", "tenant"), entry("max_in_flight_per_key", 2), entry("recently_updated", true));
 		assertThat(update(connection, this.sql.alterQueue, new QueueSql.QueueDefinition("altered", 9, 100, 1.5, 5000,
-				"dead", null, null, null, null, null, null))).isEqualTo(1);
+				"dead", null, null, null, null, null, null, null, null))).isEqualTo(1);
 		assertThat(queue("altered")).as("the concurrency key removed").contains(entry("concurrency_key", null),
 				entry("max_in_flight_per_key", null), entry("rate_limit_permits", null));
 	}
@@ -589,6 +594,7 @@ class AdminStatementsIntegrationTests {
 				"GRANT SELECT ON pgqueue.deduplication_key TO \"Stmt Reader\"",
 				"GRANT SELECT, INSERT ON pgqueue.archive TO \"Stmt Reader\"",
 				"GRANT SELECT, INSERT, UPDATE ON pgqueue.rate_bucket TO \"Stmt Reader\"",
+				"GRANT SELECT, INSERT, UPDATE, DELETE ON pgqueue.key_rate_bucket TO \"Stmt Reader\"",
 				"GRANT USAGE ON SEQUENCE pgqueue.message_id_seq TO \"Stmt Reader\"",
 				"GRANT USAGE ON SEQUENCE pgqueue.holding_session_seq TO \"Stmt Reader\"");
 		for (Map<String, Object> row : rows) {
@@ -758,7 +764,7 @@ class AdminStatementsIntegrationTests {
 
 	private static QueueSql.QueueDefinition definition(String name, int maxAttempts, String deadLetterQueue) {
 		return new QueueSql.QueueDefinition(name, maxAttempts, 100, 1.5, 5000, deadLetterQueue, null, null, 6000, 60000,
-				"tenant", 2);
+				"tenant", 2, 10, 1000);
 	}
 
 	/** Queue {@code name}'s definition, and whether it was updated in the last minute; null if none. */

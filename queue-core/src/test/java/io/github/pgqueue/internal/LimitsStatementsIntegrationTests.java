@@ -30,6 +30,8 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import static io.github.pgqueue.internal.StatementConnections.rows;
 import static io.github.pgqueue.internal.StatementConnections.update;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.entry;
+import static org.assertj.core.api.Assertions.tuple;
 import static org.assertj.core.api.Assertions.within;
 
 /**
@@ -109,12 +111,17 @@ class LimitsStatementsIntegrationTests {
 		this.admin.declare(QueueDefinition.of("a").withRateLimit(RateLimit.perSecond(1)));
 		this.admin.declare(QueueDefinition.of("b"));
 		this.admin.declare(QueueDefinition.of("c").withRateLimit(RateLimit.perMinute(5)));
+		this.admin.declare(QueueDefinition.of("e").withConcurrencyKey("tenant", null, RateLimit.perSecond(2)));
+		this.admin.declare(QueueDefinition.of("f").withRateLimit(RateLimit.perSecond(9))
+			.withConcurrencyKey("tenant", null, RateLimit.perSecond(2)));
 		Connection connection = this.connections.open();
-		assertThat(rows(connection, this.sql.rateLimitedQueues, new QueueSql.Queues(new String[] { "a", "b", "d" })))
-			.extracting((row) -> row.get("name"))
-			.containsExactly("a");
-		assertThat(TokenBucket.limitedQueues(EmbeddedPostgres.get().dataSource(), this.sql, List.of("a", "b", "c")))
-			.containsExactlyInAnyOrder("a", "c");
+		assertThat(rows(connection, this.sql.rateLimitedQueues, new QueueSql.Queues(new String[] { "a", "b", "d", "e" })))
+			.extracting("name", "queue_wide", "per_key")
+			.containsExactlyInAnyOrder(tuple("a", true, false), tuple("e", false, true));
+		assertThat(TokenBucket.limitedQueues(EmbeddedPostgres.get().dataSource(), this.sql,
+				List.of("a", "b", "c", "e", "f")))
+			.containsOnly(entry("a", new TokenBucket.Limited(true, false)), entry("c", new TokenBucket.Limited(true, false)),
+					entry("e", new TokenBucket.Limited(false, true)), entry("f", new TokenBucket.Limited(true, true)));
 	}
 
 	@Test
@@ -157,6 +164,44 @@ class LimitsStatementsIntegrationTests {
 		assertThat(this.admin.list()).filteredOn((info) -> info.definition().name().equals("slow"))
 			.singleElement()
 			.satisfies((info) -> assertThat(info.definition().rateLimit()).hasToString("30/m"));
+	}
+
+	@Test
+	void keyLimits() throws SQLException {
+		this.admin.declare(QueueDefinition.of("per-key").withConcurrencyKey("tenant", 2));
+		this.admin.declare(QueueDefinition.of("idle").withConcurrencyKey("tenant", 1));
+		this.admin.declare(QueueDefinition.of("keyed-only").withConcurrencyKey("tenant"));
+		// Keys a, b and c with 5, 2 and 0 visible messages (c's one is delayed), and two without a key:
+		// only a's 3 beyond the limit of 2 wait. Keyed messages of a queue without a limit count nowhere.
+		insert("per-key", "a", 5, "0 seconds");
+		insert("per-key", "b", 2, "0 seconds");
+		insert("per-key", "c", 1, "1 hour");
+		insert("per-key", null, 2, "0 seconds");
+		insert("keyed-only", "a", 4, "0 seconds");
+		Connection connection = this.connections.open();
+		List<Map<String, Object>> limits = rows(connection, this.sql.keyLimits, new QueueSql.None());
+		assertThat(limits).extracting((row) -> row.get("name")).containsExactly("idle", "per-key");
+		assertThat(limits.get(0)).containsEntry("concurrency_key", "tenant").containsEntry("max_in_flight_per_key", 1)
+			.containsEntry("waiting", 0L);
+		assertThat(limits.get(1)).containsEntry("concurrency_key", "tenant").containsEntry("max_in_flight_per_key", 2)
+			.containsEntry("waiting", 3L);
+		// A key's messages beyond the limit add up over the keys; at the limit, none wait.
+		insert("per-key", "b", 3, "0 seconds");
+		assertThat(rows(connection, this.sql.keyLimits, new QueueSql.None()).get(1)).containsEntry("waiting", 6L);
+		this.admin.declare(QueueDefinition.of("per-key").withConcurrencyKey("tenant", 5));
+		assertThat(rows(connection, this.sql.keyLimits, new QueueSql.None()).get(1)).containsEntry("waiting", 0L);
+		// A rate limit per key of 3/s as well (burst 3): a (5 visible) has a full bucket, 2 wait; b (5)
+		// has a bucket of 1.5 tokens, frozen, so 4 wait. Without the in-flight limit: the same.
+		this.admin.declare(QueueDefinition.of("per-key").withConcurrencyKey("tenant", 5, RateLimit.perSecond(3)));
+		this.jdbc.update("INSERT INTO pgqueue.key_rate_bucket (queue, key, rate, burst, tokens, refilled_at) "
+				+ "VALUES ('per-key', 'b', 3, 3, 1.5, clock_timestamp() + interval '1 hour')");
+		assertThat(rows(connection, this.sql.keyLimits, new QueueSql.None()).get(1))
+			.containsEntry("rate_limit_per_key_permits", 3).containsEntry("waiting", 6L);
+		this.admin.declare(QueueDefinition.of("per-key").withConcurrencyKey("tenant", null, RateLimit.perSecond(3)));
+		assertThat(rows(connection, this.sql.keyLimits, new QueueSql.None()).get(1))
+			.containsEntry("max_in_flight_per_key", null).containsEntry("waiting", 6L);
+		assertThat(this.admin.keyLimits()).filteredOn((state) -> state.queue().equals("per-key")).singleElement()
+			.isEqualTo(new QueueAdmin.KeyLimitState("per-key", "tenant", null, RateLimit.perSecond(3), 6));
 	}
 
 	/**
@@ -217,6 +262,162 @@ class LimitsStatementsIntegrationTests {
 		}
 	}
 
+	/**
+	 * A queue limited to 4 messages a second per key (burst 4), with ready messages of keys a, b and
+	 * c, a delayed one of key d and one without a key.
+	 */
+	@Test
+	void takeKeyTokens() throws SQLException {
+		this.admin.declare(QueueDefinition.of("paced").withConcurrencyKey("tenant", null, RateLimit.perSecond(4)));
+		this.admin.declare(QueueDefinition.of("unpaced").withConcurrencyKey("tenant"));
+		for (String key : List.of("a", "a", "a", "a", "a", "a", "b", "c")) {
+			this.template.send("paced", Map.of("k", key), io.github.pgqueue.SendOptions.builder().header("tenant", key).build());
+		}
+		this.template.send("paced", Map.of("k", "d"),
+				io.github.pgqueue.SendOptions.builder().header("tenant", "d").delay(java.time.Duration.ofHours(1)).build());
+		this.template.send("paced", Map.of("k", "none"));
+		Connection connection = this.connections.open();
+		// 10 wanted, 3 keys ready (not d): a share of 4 each, all granted (full buckets, emptied):
+		// each holds a token again in 250 ms. The buckets are written in key order.
+		List<Map<String, Object>> first = takeKeys(connection, "paced", 10, "");
+		assertThat(first).extracting("key", "granted", "next_in_ms")
+			.containsExactly(tuple("a", 4, 250L), tuple("b", 4, 250L), tuple("c", 4, 250L), tuple(null, null, null));
+		assertThat(keyBucket("paced", "a")).containsEntry("burst", 4).containsEntry("rate", 4.0);
+		// No refill until the next take: none has a token.
+		freezeKeyRefill("paced");
+		assertThat(takeKeys(connection, "paced", 10, "b")).extracting("key", "granted", "next_in_ms")
+			.containsExactly(tuple("a", 0, 250L), tuple("b", 0, 250L), tuple("c", 0, 250L), tuple(null, null, null));
+		// Two tokens back to a: a share of 4 is partly granted.
+		this.jdbc.update("UPDATE pgqueue.key_rate_bucket SET tokens = 2.5 WHERE key = 'a'");
+		freezeKeyRefill("paced");
+		assertThat(takeKeys(connection, "paced", 2, "b")).as("after key b: a, then c from the last key down; a share of 1")
+			.extracting("key", "granted").containsExactly(tuple("a", 1), tuple("c", 0), tuple(null, null));
+		assertThat((double) keyBucket("paced", "a").get("tokens")).isEqualTo(1.5);
+		// A paused queue: no key, but the row saying that the queue is limited per key. A queue not
+		// limited per key, an undeclared one: no row.
+		this.admin.pause("paced");
+		assertThat(takeKeys(connection, "paced", 10, "")).extracting("key", "granted").containsExactly(tuple(null, null));
+		assertThat(TokenBucket.takeForKeys(connection, this.sql, "paced", 10, "").granted()).isEmpty();
+		this.admin.resume("paced");
+		this.template.send("unpaced", Map.of("k", "a"), io.github.pgqueue.SendOptions.builder().header("tenant", "a").build());
+		assertThat(takeKeys(connection, "unpaced", 10, "")).isEmpty();
+		assertThat(takeKeys(connection, "undeclared", 10, "")).isEmpty();
+		assertThat(TokenBucket.takeForKeys(connection, this.sql, "unpaced", 10, "")).as("no limit per key").isNull();
+		// Buckets full again are deleted by the takes, now and then, but never those of the keys taken for.
+		this.jdbc.update("UPDATE pgqueue.key_rate_bucket SET refilled_at = clock_timestamp() - interval '10 seconds'");
+		this.jdbc.update("INSERT INTO pgqueue.key_rate_bucket (queue, key, rate, burst, tokens, refilled_at) "
+				+ "VALUES ('paced', 'gone', 4, 4, 4, clock_timestamp())");
+		for (int i = 0; i < 200 && Db.queryForLong("SELECT count(*) FROM pgqueue.key_rate_bucket WHERE key = 'gone'") > 0; i++) {
+			takeKeys(connection, "paced", 1, "");
+		}
+		assertThat(this.jdbc.queryForList("SELECT key FROM pgqueue.key_rate_bucket ORDER BY key", String.class))
+			.as("the idle full bucket deleted, the taken ones kept").doesNotContain("gone").contains("c");
+	}
+
+	@Test
+	void giveBackKeyTokens() throws SQLException {
+		this.admin.declare(QueueDefinition.of("back-keys").withConcurrencyKey("tenant", null, RateLimit.perSecond(5)));
+		for (String key : List.of("a", "b")) {
+			this.template.send("back-keys", Map.of("k", key), io.github.pgqueue.SendOptions.builder().header("tenant", key).build());
+		}
+		Connection connection = this.connections.open();
+		assertThat(takeKeys(connection, "back-keys", 10, "")).extracting("granted").containsExactly(5, 5, null);
+		freezeKeyRefill("back-keys");
+		assertThat(update(connection, this.sql.giveBackKeyTokens, new QueueSql.GiveBackKeyTokens("back-keys",
+				new String[] { "a", "b", "unknown" }, new Integer[] { 3, 9 }))).as("each key's own, up to its burst")
+			.isEqualTo(2);
+		assertThat((double) keyBucket("back-keys", "a").get("tokens")).isEqualTo(3.0);
+		assertThat((double) keyBucket("back-keys", "b").get("tokens")).isEqualTo(5.0);
+		// Through the bucket, as a poller gives back what its claim left: keys with none left are skipped.
+		TokenBucket.giveBackForKeys(connection, this.sql, "back-keys", Map.of("a", 1, "b", 0));
+		assertThat((double) keyBucket("back-keys", "a").get("tokens")).isEqualTo(4.0);
+	}
+
+	/**
+	 * Many threads take and give back tokens of three keys' buckets at once, each in its own
+	 * rotation of the keys: no deadlock (the buckets are locked in key order), and each key is
+	 * granted at most rate × window + burst, and about that much.
+	 */
+	@Test
+	void concurrentKeyTakesNeverGrantAKeyMoreThanItsBucketHolds() throws Exception {
+		int rate = 50;
+		this.admin.declare(QueueDefinition.of("race-keys").withConcurrencyKey("tenant", null, RateLimit.perSecond(rate)));
+		List<String> keys = List.of("a", "b", "c");
+		for (String key : keys) {
+			this.template.send("race-keys", Map.of("k", key), io.github.pgqueue.SendOptions.builder().header("tenant", key).build());
+		}
+		long began = System.nanoTime();
+		for (String key : keys) {
+			this.jdbc.update("INSERT INTO pgqueue.key_rate_bucket (queue, key, rate, burst, tokens, refilled_at) "
+					+ "VALUES ('race-keys', ?, ?, ?, 0, clock_timestamp())", key, rate, rate);
+		}
+		int threads = 9;
+		try (HikariDataSource pool = EmbeddedPostgres.get().pool("race-keys", threads)) {
+			ExecutorService executor = Executors.newFixedThreadPool(threads);
+			try {
+				CountDownLatch start = new CountDownLatch(1);
+				AtomicBoolean over = new AtomicBoolean();
+				List<Future<Map<String, Long>>> takers = new ArrayList<>();
+				for (int t = 0; t < threads; t++) {
+					String after = keys.get(t % 3);
+					int wanted = 2 + (t % 4);
+					takers.add(executor.submit(() -> {
+						Map<String, Long> granted = new java.util.HashMap<>();
+						try (Connection connection = pool.getConnection()) {
+							start.await();
+							while (!over.get()) {
+								TokenBucket.KeyGrants grants = TokenBucket.takeForKeys(connection, this.sql, "race-keys",
+										wanted, after);
+								// Uses one token of each key granted, gives back the rest.
+								Map<String, Integer> left = new java.util.HashMap<>();
+								grants.granted().forEach((key, n) -> {
+									if (n > 0) {
+										granted.merge(key, 1L, Long::sum);
+										left.put(key, n - 1);
+									}
+								});
+								TokenBucket.giveBackForKeys(connection, this.sql, "race-keys", left);
+							}
+						}
+						return granted;
+					}));
+				}
+				start.countDown();
+				Thread.sleep(3000);
+				over.set(true);
+				Map<String, Long> used = new java.util.HashMap<>();
+				for (Future<Map<String, Long>> taker : takers) {
+					taker.get(30, TimeUnit.SECONDS).forEach((key, n) -> used.merge(key, n, Long::sum));
+				}
+				double seconds = (System.nanoTime() - began) / 1e9;
+				for (String key : keys) {
+					assertThat((double) used.getOrDefault(key, 0L)).as("key %s used in %.2f s at %d/s", key, seconds, rate)
+						.isLessThanOrEqualTo(rate * seconds)
+						.isGreaterThan(rate * seconds * 0.7);
+				}
+			}
+			finally {
+				executor.shutdownNow();
+			}
+		}
+	}
+
+	private List<Map<String, Object>> takeKeys(Connection connection, String queue, int wanted, String afterKey)
+			throws SQLException {
+		return rows(connection, this.sql.takeKeyTokens, new QueueSql.TakeKeyTokens(queue, wanted, afterKey));
+	}
+
+	/** As {@link #freezeRefill}, for every key's bucket of {@code queue}. */
+	private void freezeKeyRefill(String queue) {
+		this.jdbc.update("UPDATE pgqueue.key_rate_bucket SET refilled_at = clock_timestamp() + interval '1 hour'"
+				+ " WHERE queue = ?", queue);
+	}
+
+	private Map<String, Object> keyBucket(String queue, String key) {
+		return this.jdbc.queryForMap("SELECT rate, burst, tokens FROM pgqueue.key_rate_bucket WHERE queue = ? AND key = ?",
+				queue, key);
+	}
+
 	private Map<String, Object> take(Connection connection, String queue, int wanted) throws SQLException {
 		List<Map<String, Object>> rows = rows(connection, this.sql.takeTokens, new QueueSql.TakeTokens(queue, wanted));
 		assertThat(rows).hasSize(1);
@@ -230,6 +431,12 @@ class LimitsStatementsIntegrationTests {
 	private void freezeRefill(String queue) {
 		assertThat(this.jdbc.update("UPDATE pgqueue.rate_bucket SET refilled_at = clock_timestamp() + interval '1 hour'"
 				+ " WHERE queue = ?", queue)).isEqualTo(1);
+	}
+
+	/** Inserts {@code count} messages of {@code key} (null: none) into {@code queue}, visible after {@code delay}. */
+	private void insert(String queue, String key, int count, String delay) {
+		this.jdbc.update("INSERT INTO pgqueue.message (queue, payload, concurrency_key, visible_at) "
+				+ "SELECT ?, '{}', ?, now() + ?::interval FROM generate_series(1, ?)", queue, key, delay, count);
 	}
 
 	private Map<String, Object> bucket(String queue) {

@@ -153,12 +153,19 @@ class SessionStatementsIntegrationTests {
 	void concurrencyKeyOf() throws SQLException {
 		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key) VALUES ('keyed', 'tenant')");
 		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key, max_in_flight_per_key) VALUES ('limited', 'tenant', 2)");
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key, rate_limit_per_key_permits, "
+				+ "rate_limit_per_key_period_ms) VALUES ('paced', 'tenant', 5, 1000)");
 		this.jdbc.update("INSERT INTO pgqueue.queue (name) VALUES ('plain')");
 		Session session = newSession();
 		assertThat(rows(session.connection(), this.sql.concurrencyKeyOf, new QueueSql.Queue("keyed")))
-			.extracting("concurrency_key", "max_in_flight_per_key").containsExactly(tuple("tenant", null));
+			.extracting("concurrency_key", "max_in_flight_per_key", "rate_limited_per_key")
+			.containsExactly(tuple("tenant", null, false));
 		assertThat(rows(session.connection(), this.sql.concurrencyKeyOf, new QueueSql.Queue("limited")))
-			.extracting("concurrency_key", "max_in_flight_per_key").containsExactly(tuple("tenant", 2));
+			.extracting("concurrency_key", "max_in_flight_per_key", "rate_limited_per_key")
+			.containsExactly(tuple("tenant", 2, false));
+		assertThat(rows(session.connection(), this.sql.concurrencyKeyOf, new QueueSql.Queue("paced")))
+			.extracting("concurrency_key", "max_in_flight_per_key", "rate_limited_per_key")
+			.containsExactly(tuple("tenant", null, true));
 		assertThat(rows(session.connection(), this.sql.concurrencyKeyOf, new QueueSql.Queue("plain")))
 			.extracting("concurrency_key").containsExactly((Object) null);
 		assertThat(rows(session.connection(), this.sql.concurrencyKeyOf, new QueueSql.Queue("undeclared"))).isEmpty();
@@ -222,7 +229,7 @@ class SessionStatementsIntegrationTests {
 		Session fourth = newSession();
 		List<Map<String, Object>> afterCursor = rows(fourth.connection(), this.sql.claimFair.variant(3, false),
 				new QueueSql.SessionFairClaim("fair-after", true, null, this.namespace, fourth.key(), this.payloadLimit, "",
-						0, cursorAt, a2.get(10)))
+						0, cursorAt, a2.get(10), null))
 			.stream()
 			.filter((row) -> !"next_due".equals(row.get("kind")))
 			.toList();
@@ -278,10 +285,63 @@ class SessionStatementsIntegrationTests {
 			.extracting("released").containsExactly(2);
 	}
 
+	/**
+	 * A queue limited per key: a claim with grants of 3 tokens of key a and 1 of b takes three of a,
+	 * b's head and the message without a key, none of c (no tokens), and says that it left none; with
+	 * a limit of one in flight per key as well, it takes one of a, and the two tokens a message
+	 * without a slot did not use are left. A claim whose grants allow nothing keyed says so in its
+	 * next_due row.
+	 */
+	@Test
+	void claimFairTakesAtMostEachKeysGrantOfAQueueLimitedPerKey() throws SQLException {
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key, rate_limit_per_key_permits, "
+				+ "rate_limit_per_key_period_ms) VALUES ('paced', 'tenant', 5, 1000)");
+		List<Long> a = new java.util.ArrayList<>();
+		for (int i = 0; i < 10; i++) {
+			a.add(send("paced", i, SendOptions.builder().header("tenant", "a")));
+		}
+		long b1 = send("paced", 100, SendOptions.builder().header("tenant", "b"));
+		send("paced", 101, SendOptions.builder().header("tenant", "b"));
+		long c1 = send("paced", 200, SendOptions.builder().header("tenant", "c"));
+		long none = send("paced", 300);
+
+		Session first = newSession();
+		List<Map<String, Object>> rows = fair(first, "paced", 10, "", "{\"claim\": 1, \"left\": {\"a\": 3, \"b\": 1}}");
+		assertThat(rows).filteredOn((row) -> "claimed".equals(row.get("kind"))).extracting("id")
+			.containsExactlyInAnyOrder(a.get(0), a.get(1), a.get(2), b1, none);
+		assertThat(TokenBucket.KeyGrants.left((String) rows.get(0).get("grants_left")))
+			.containsOnly(entry("a", 0), entry("b", 0));
+		assertThat(lockable(this.namespace, c1)).as("c had no tokens").isTrue();
+		assertThat(lockable(this.namespace, a.get(3))).as("a's fourth is left alone").isTrue();
+
+		this.jdbc.update("UPDATE pgqueue.queue SET max_in_flight_per_key = 1 WHERE name = 'paced'");
+		Session second = newSession();
+		rows = fair(second, "paced", 10, "", "{\"claim\": 1, \"left\": {\"a\": 3}}");
+		assertThat(rows).filteredOn((row) -> "claimed".equals(row.get("kind"))).extracting("id")
+			.as("one slot of a: one message").containsExactly(a.get(3));
+		assertThat(TokenBucket.KeyGrants.left((String) rows.get(0).get("grants_left")))
+			.as("a message that got no slot used no token").containsOnly(entry("a", 2));
+
+		Session third = newSession();
+		List<Map<String, Object>> nothing = rows(third.connection(), this.sql.claimFair.variant(10, false),
+				new QueueSql.SessionFairClaim("paced", true, null, this.namespace, third.key(), this.payloadLimit, "", null,
+						null, null, "{\"claim\": 7, \"left\": {\"c\": 0}}"));
+		assertThat(nothing).extracting("kind", "grants_left").containsExactly(tuple("next_due", "{\"c\": 0}"));
+	}
+
+	private List<Map<String, Object>> fair(Session session, String queue, int batch, String afterKey, String grants)
+			throws SQLException {
+		return rows(session.connection(), this.sql.claimFair.variant(batch, false), new QueueSql.SessionFairClaim(queue,
+				true, null, this.namespace, session.key(), this.payloadLimit, afterKey, null, null, null, grants))
+			.stream()
+			.filter((row) -> !"next_due".equals(row.get("kind")))
+			.toList();
+	}
+
 	private List<Map<String, Object>> fair(Session session, String queue, int batch, String afterKey)
 			throws SQLException {
 		return rows(session.connection(), this.sql.claimFair.variant(batch, false), new QueueSql.SessionFairClaim(queue,
-				true, null, this.namespace, session.key(), this.payloadLimit, afterKey, null, null, null))
+				true, null, this.namespace, session.key(), this.payloadLimit, afterKey, null, null, null, null))
 			.stream()
 			.filter((row) -> !"next_due".equals(row.get("kind")))
 			.toList();

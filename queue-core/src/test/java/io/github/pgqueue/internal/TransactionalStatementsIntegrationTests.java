@@ -118,6 +118,51 @@ class TransactionalStatementsIntegrationTests {
 					tuple(b1After, true, true));
 	}
 
+	/**
+	 * As session.sql's: a claim with grants of 3 tokens of key a and 1 of b takes three of a, b's
+	 * head and the message without a key, none of c; with a limit of one in flight per key as well,
+	 * another transaction's claim takes one of a and leaves two of its tokens.
+	 */
+	@Test
+	void claimFairTakesAtMostEachKeysGrantOfAQueueLimitedPerKey() throws SQLException {
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key, rate_limit_per_key_permits, "
+				+ "rate_limit_per_key_period_ms) VALUES ('paced', 'tenant', 5, 1000)");
+		List<Long> a = new ArrayList<>();
+		for (int i = 0; i < 10; i++) {
+			a.add(send("paced", i, SendOptions.builder().header("tenant", "a")));
+		}
+		long b1 = send("paced", 100, SendOptions.builder().header("tenant", "b"));
+		send("paced", 101, SendOptions.builder().header("tenant", "b"));
+		send("paced", 200, SendOptions.builder().header("tenant", "c"));
+		long none = send("paced", 300);
+
+		Connection first = newTransaction();
+		List<Map<String, Object>> rows = fair(first, "paced", 10, "", "{\"claim\": 1, \"left\": {\"a\": 3, \"b\": 1}}");
+		assertThat(rows).extracting("id", "kind").containsExactlyInAnyOrder(tuple(a.get(0), "claimed"),
+				tuple(a.get(1), "claimed"), tuple(a.get(2), "claimed"), tuple(b1, "claimed"), tuple(none, "claimed"));
+		assertThat(rows).extracting("grants_left").containsOnly("{\"a\": 0, \"b\": 0}");
+		for (long id : a.subList(3, 10)) {
+			assertThat(lockable(this.namespace, id)).as("a message of a key without tokens is not locked: %s", id)
+				.isTrue();
+		}
+
+		this.jdbc.update("UPDATE pgqueue.queue SET max_in_flight_per_key = 1 WHERE name = 'paced'");
+		Connection second = newTransaction();
+		rows = fair(second, "paced", 10, "", "{\"claim\": 1, \"left\": {\"a\": 3}}");
+		assertThat(rows).extracting("id").as("one slot of a: one message").containsExactly(a.get(3));
+		assertThat(rows).extracting("grants_left").containsOnly("{\"a\": 2}");
+	}
+
+	private List<Map<String, Object>> fair(Connection transaction, String queue, int batch, String afterKey,
+			String grants) throws SQLException {
+		return rows(transaction, this.sql.transactionalClaimFair.variant(batch, false),
+				new QueueSql.TransactionalFairClaim(queue, null, this.namespace, this.payloadLimit, afterKey, null, null,
+						null, grants))
+			.stream()
+			.filter((row) -> !"next_due".equals(row.get("kind")))
+			.toList();
+	}
+
 	private List<Map<String, Object>> fair(Connection transaction, String queue, int batch, String afterKey)
 			throws SQLException {
 		return fair(transaction, queue, batch, afterKey, null, null, null);
@@ -127,7 +172,7 @@ class TransactionalStatementsIntegrationTests {
 			Integer afterPriority, Long afterVisibleAtUs, Long afterId) throws SQLException {
 		return rows(transaction, this.sql.transactionalClaimFair.variant(batch, false),
 				new QueueSql.TransactionalFairClaim(queue, null, this.namespace, this.payloadLimit, afterKey,
-						afterPriority, afterVisibleAtUs, afterId))
+						afterPriority, afterVisibleAtUs, afterId, null))
 			.stream()
 			.filter((row) -> !"next_due".equals(row.get("kind")))
 			.toList();

@@ -88,6 +88,53 @@ class RateLimitIntegrationTests {
 		assertThat(state.waiting()).as("the backlog waits for the limit").isGreaterThan(2000 - handled - RATE - 1);
 	}
 
+	/**
+	 * A queue limited per key: two keys with a backlog each are handed out each at its own limit
+	 * (together twice the limit), neither held back by the other, and the messages without a key
+	 * are not held to it.
+	 */
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void pollersHandleEachKeyAtNoMoreThanItsOwnLimit(ConsumptionMode mode) throws Exception {
+		int rate = 20;
+		QueueAdmin admin = this.listeners.admin();
+		admin.declare(QueueDefinition.of("paced").withConcurrencyKey("tenant", null, RateLimit.perSecond(rate)));
+		for (String tenant : List.of("a", "b")) {
+			this.listeners.template().sendBatch("paced", IntStream.range(0, 500).boxed().toList(),
+					io.github.pgqueue.SendOptions.builder().header("tenant", tenant).build());
+		}
+		this.listeners.template().sendBatch("paced", IntStream.range(0, 30).boxed().toList());
+		Map<String, ConcurrentLinkedQueue<Long>> handledAt = new ConcurrentHashMap<>();
+		Map<Long, Integer> attempts = new ConcurrentHashMap<>();
+		QueueMessageListener listener = (message, ack) -> {
+			String tenant = message.header("tenant");
+			handledAt.computeIfAbsent((tenant != null) ? tenant : "", (k) -> new ConcurrentLinkedQueue<>())
+				.add(System.nanoTime());
+			attempts.merge(message.id(), 1, Integer::sum);
+		};
+		long began = System.nanoTime();
+		this.listeners.start(endpoint("paced-a", Integer.class, listener,
+				properties("paced").mode(mode).concurrency(2).batchSize(10)),
+				endpoint("paced-b", Integer.class, listener,
+						properties("paced").mode(mode).concurrency(2).batchSize(25)));
+		Thread.sleep(4000);
+		this.listeners.stop();
+		double seconds = (System.nanoTime() - began) / 1e9;
+
+		for (String tenant : List.of("a", "b")) {
+			int handled = handledAt.getOrDefault(tenant, new ConcurrentLinkedQueue<>()).size();
+			assertThat((double) handled).as("key %s handled in %.1f s at %d/s (burst %d)", tenant, seconds, rate, rate)
+				.isLessThanOrEqualTo(rate * seconds * 1.05 + rate)
+				.isGreaterThan(rate * seconds * 0.6);
+		}
+		assertThat(handledAt.get("")).as("the messages without a key are not held to it").hasSize(30);
+		assertThat(attempts.values()).as("each handled once").containsOnly(1);
+		assertThat(queryForLong("SELECT count(*) FROM pgqueue.message WHERE queue = 'paced' AND attempts > 0"))
+			.as("messages held back by the limit were never claimed: no attempt counted")
+			.isZero();
+		assertThat(count("paced")).isEqualTo(1030 - attempts.size());
+	}
+
 	@Test
 	void aLimitRemovedAppliesAtThePollersNextClaim() {
 		QueueAdmin admin = this.listeners.admin();
@@ -100,6 +147,27 @@ class RateLimitIntegrationTests {
 
 		admin.declare(QueueDefinition.of("freed"));
 		await().atMost(Duration.ofSeconds(10)).until(() -> count("freed") == 0);
+	}
+
+	/**
+	 * A limit per key removed while its pollers run applies at their next claim: the backlog of the
+	 * key drains at once (a poller must not go on claiming with empty grants, which take no keyed
+	 * message).
+	 */
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void aLimitPerKeyRemovedAppliesAtThePollersNextClaim(ConsumptionMode mode) {
+		QueueAdmin admin = this.listeners.admin();
+		admin.declare(QueueDefinition.of("freed-keys").withConcurrencyKey("tenant", null, RateLimit.perMinute(60)));
+		this.listeners.template().sendBatch("freed-keys", IntStream.range(0, 300).boxed().toList(),
+				io.github.pgqueue.SendOptions.builder().header("tenant", "a").build());
+		this.listeners.start(endpoint("freed-keys", Integer.class, (message, ack) -> {
+		}, properties("freed-keys").mode(mode).concurrency(2).batchSize(10)));
+		await().atMost(Duration.ofSeconds(10)).until(() -> count("freed-keys") < 300);
+		assertThat(count("freed-keys")).as("one message a second").isGreaterThan(290);
+
+		admin.declare(QueueDefinition.of("freed-keys").withConcurrencyKey("tenant"));
+		await().atMost(Duration.ofSeconds(10)).until(() -> count("freed-keys") == 0);
 	}
 
 	@Test

@@ -118,7 +118,7 @@ public final class EmbeddedPostgres {
 
 	/** Deletes every message, queue and exchange definition; ids start again at 1. */
 	public void reset() {
-		execute("TRUNCATE pgqueue.message, pgqueue.queue, pgqueue.binding, pgqueue.exchange, pgqueue.holding, pgqueue.deduplication_key, pgqueue.archive, pgqueue.schedule, pgqueue.rate_bucket RESTART IDENTITY");
+		execute("TRUNCATE pgqueue.message, pgqueue.queue, pgqueue.binding, pgqueue.exchange, pgqueue.holding, pgqueue.deduplication_key, pgqueue.archive, pgqueue.schedule, pgqueue.rate_bucket, pgqueue.key_rate_bucket RESTART IDENTITY");
 	}
 
 	/** Runs {@code sql} on a fresh connection. */

@@ -150,7 +150,7 @@ final class ChaosDatabase implements AutoCloseable {
 		}
 		else {
 			this.jdbc.execute("TRUNCATE pgqueue.message, pgqueue.queue, pgqueue.binding, pgqueue.exchange, "
-					+ "pgqueue.holding, pgqueue.deduplication_key, pgqueue.archive, pgqueue.schedule, pgqueue.rate_bucket RESTART IDENTITY");
+					+ "pgqueue.holding, pgqueue.deduplication_key, pgqueue.archive, pgqueue.schedule, pgqueue.rate_bucket, pgqueue.key_rate_bucket RESTART IDENTITY");
 		}
 		this.jdbc.execute("TRUNCATE chaos.delivery, chaos.fault, chaos.consumer, chaos.effect");
 	}

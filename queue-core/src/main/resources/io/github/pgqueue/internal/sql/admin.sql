@@ -41,10 +41,11 @@ WITH forgotten AS (
 )
 INSERT INTO pgqueue.queue AS q (name, max_attempts, backoff_initial_ms, backoff_multiplier,
                                 backoff_max_ms, dead_letter_queue, deduplication_window_ms, retention_ms,
-                                rate_limit_permits, rate_limit_period_ms, concurrency_key, max_in_flight_per_key)
+                                rate_limit_permits, rate_limit_period_ms, concurrency_key, max_in_flight_per_key,
+                                rate_limit_per_key_permits, rate_limit_per_key_period_ms)
 VALUES (:name, :max_attempts, :backoff_initial_ms, :backoff_multiplier, :backoff_max_ms, :dead_letter_queue,
         :deduplication_window_ms, :retention_ms, :rate_limit_permits, :rate_limit_period_ms, :concurrency_key,
-        :max_in_flight_per_key)
+        :max_in_flight_per_key, :rate_limit_per_key_permits, :rate_limit_per_key_period_ms)
 ON CONFLICT (name) DO UPDATE
    SET max_attempts = excluded.max_attempts,
        backoff_initial_ms = excluded.backoff_initial_ms,
@@ -57,6 +58,8 @@ ON CONFLICT (name) DO UPDATE
        rate_limit_period_ms = excluded.rate_limit_period_ms,
        concurrency_key = excluded.concurrency_key,
        max_in_flight_per_key = excluded.max_in_flight_per_key,
+       rate_limit_per_key_permits = excluded.rate_limit_per_key_permits,
+       rate_limit_per_key_period_ms = excluded.rate_limit_per_key_period_ms,
        updated_at = now();
 
 -- name: redrive
@@ -129,10 +132,11 @@ SELECT COALESCE(dead_letter_queue, pgqueue.default_dead_letter_queue(name)) FROM
 -- Inserts a queue's definition unless the queue exists: no row is changed then.
 INSERT INTO pgqueue.queue (name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms,
                            dead_letter_queue, deduplication_window_ms, retention_ms,
-                           rate_limit_permits, rate_limit_period_ms, concurrency_key, max_in_flight_per_key)
+                           rate_limit_permits, rate_limit_period_ms, concurrency_key, max_in_flight_per_key,
+                           rate_limit_per_key_permits, rate_limit_per_key_period_ms)
 VALUES (:name, :max_attempts, :backoff_initial_ms, :backoff_multiplier, :backoff_max_ms, :dead_letter_queue,
         :deduplication_window_ms, :retention_ms, :rate_limit_permits, :rate_limit_period_ms, :concurrency_key,
-        :max_in_flight_per_key)
+        :max_in_flight_per_key, :rate_limit_per_key_permits, :rate_limit_per_key_period_ms)
 ON CONFLICT (name) DO NOTHING;
 
 -- name: alter_queue
@@ -147,7 +151,8 @@ UPDATE pgqueue.queue
        dead_letter_queue = :dead_letter_queue, deduplication_window_ms = :deduplication_window_ms,
        retention_ms = :retention_ms, rate_limit_permits = :rate_limit_permits,
        rate_limit_period_ms = :rate_limit_period_ms, concurrency_key = :concurrency_key,
-       max_in_flight_per_key = :max_in_flight_per_key, updated_at = now()
+       max_in_flight_per_key = :max_in_flight_per_key, rate_limit_per_key_permits = :rate_limit_per_key_permits,
+       rate_limit_per_key_period_ms = :rate_limit_per_key_period_ms, updated_at = now()
  WHERE name = :name;
 
 -- name: drop_queue
@@ -171,7 +176,7 @@ SELECT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue) AS declared;
 -- Every declared queue with its policy, by name.
 SELECT name, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, dead_letter_queue,
        deduplication_window_ms, retention_ms, paused, rate_limit_permits, rate_limit_period_ms, concurrency_key,
-       max_in_flight_per_key
+       max_in_flight_per_key, rate_limit_per_key_permits, rate_limit_per_key_period_ms
   FROM pgqueue.queue
  ORDER BY name;
 
@@ -217,7 +222,8 @@ SELECT format(t, :schema::text, :role::text) AS statement FROM (VALUES
     ('GRANT SELECT, INSERT, UPDATE, DELETE ON %1$I.holding TO %2$I'),
     ('GRANT SELECT ON %1$I.deduplication_key TO %2$I'),
     ('GRANT SELECT, INSERT ON %1$I.archive TO %2$I'),
-    ('GRANT SELECT, INSERT, UPDATE ON %1$I.rate_bucket TO %2$I')) AS s(t)
+    ('GRANT SELECT, INSERT, UPDATE ON %1$I.rate_bucket TO %2$I'),
+    ('GRANT SELECT, INSERT, UPDATE, DELETE ON %1$I.key_rate_bucket TO %2$I')) AS s(t)
 UNION ALL
 SELECT format('GRANT USAGE ON SEQUENCE %s TO %I',
               pg_get_serial_sequence(format('%I.' || t.name, :schema::text), t.id), :role::text)

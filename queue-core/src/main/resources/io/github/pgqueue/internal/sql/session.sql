@@ -211,9 +211,10 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
 
 -- name: concurrency_key_of
 -- The header whose value is the concurrency key of :queue's messages (V25), and how many messages of
--- one key may be in flight at once; no row, or null, for a queue without one: its claims are
--- claim_walk's.
-SELECT concurrency_key, max_in_flight_per_key FROM pgqueue.queue WHERE name = :queue;
+-- one key may be in flight at once, and whether each key has a rate limit of its own (V26); no row,
+-- or null, for a queue without one: its claims are claim_walk's.
+SELECT concurrency_key, max_in_flight_per_key, rate_limit_per_key_permits IS NOT NULL AS rate_limited_per_key
+  FROM pgqueue.queue WHERE name = :queue;
 
 -- name: release_slots
 -- Releases the per-key slots (V25) a claim_fair of this session took, once its messages are done.
@@ -246,7 +247,11 @@ SELECT pgqueue.release_slots(:lock_keys::bigint[]) AS released;
 -- with a max_in_flight_per_key (V25) has each keyed message take one of its key's slots as well,
 -- a session lock (take_slot), after the message's own lock, which is given back at once when no
 -- slot is free; every row lists the slots' lock keys (slot_locks, ",k1,k2,"), which the session
--- releases (release_slots) once the claim's messages are done.
+-- releases (release_slots) once the claim's messages are done. A queue limited per key (V26) has
+-- each keyed message take one of its key's tokens granted for this claim (:grants, of
+-- take_key_tokens; null without such a limit) with its slot (take_key_turn), and only keys with
+-- tokens are walked to or given heads; every row says the tokens left of each key (grants_left, a
+-- JSON object), which the poller gives back.
 WITH RECURSIVE cursor AS (SELECT :after_priority::int AS priority,
                                  COALESCE('epoch'::timestamptz + :after_visible_at_us::bigint * interval '1 microsecond',
                                           '-infinity'::timestamptz) AS visible_at,
@@ -272,6 +277,9 @@ priorities AS (
 ),
 slots AS MATERIALIZED (
     SELECT (SELECT q.max_in_flight_per_key FROM pgqueue.queue q WHERE q.name = :queue) AS per_key
+),
+key_grants AS MATERIALIZED (
+    SELECT :grants::jsonb AS g -- parsed once
 ),
 keys_before AS (
     (SELECT m.concurrency_key AS key FROM pgqueue.message m
@@ -331,10 +339,15 @@ walked AS MATERIALIZED (
                        AND o.id >= COALESCE(m.previous_id, 0)
                      ORDER BY o.id DESC LIMIT 1) IS NULL
              LIMIT {batch} + 1000) c
-     WHERE pg_try_advisory_lock(:namespace, c.id::bit(32)::int4)
-       AND (c.concurrency_key IS NULL OR (SELECT per_key FROM slots) IS NULL
-            OR pgqueue.take_slot(:namespace, :queue, c.concurrency_key, (SELECT per_key FROM slots), false) IS NOT NULL
-            OR pg_advisory_unlock(:namespace, c.id::bit(32)::int4) IS NULL)
+     WHERE CASE WHEN c.concurrency_key IS NOT NULL AND (SELECT g FROM key_grants) IS NOT NULL
+                     AND (COALESCE(((SELECT g FROM key_grants) -> 'left' ->> c.concurrency_key)::int, 0) <= 0
+                          OR pgqueue.key_tokens_left(c.concurrency_key, (SELECT g FROM key_grants)) <= 0)
+                THEN false -- before its lock
+                ELSE pg_try_advisory_lock(:namespace, c.id::bit(32)::int4)
+                     AND (c.concurrency_key IS NULL OR ((SELECT per_key FROM slots) IS NULL AND (SELECT g FROM key_grants) IS NULL)
+                          OR pgqueue.take_key_turn(:namespace, :queue, c.concurrency_key, (SELECT per_key FROM slots),
+                                                   false, (SELECT g FROM key_grants))
+                          OR pg_advisory_unlock(:namespace, c.id::bit(32)::int4) IS NULL) END
      LIMIT {batch} - (SELECT n FROM reserved)
 ),
 heads AS MATERIALIZED (
@@ -358,12 +371,14 @@ heads AS MATERIALIZED (
                            AND o.id >= COALESCE(m.previous_id, 0)
                          ORDER BY o.id DESC LIMIT 1) IS NULL)
                AND pg_try_advisory_lock(:namespace, m.id::bit(32)::int4)
-               AND ((SELECT per_key FROM slots) IS NULL
-                    OR pgqueue.take_slot(:namespace, :queue, m.concurrency_key, (SELECT per_key FROM slots), false) IS NOT NULL
+               AND (((SELECT per_key FROM slots) IS NULL AND (SELECT g FROM key_grants) IS NULL)
+                    OR pgqueue.take_key_turn(:namespace, :queue, m.concurrency_key, (SELECT per_key FROM slots), false,
+                                             (SELECT g FROM key_grants))
                     OR pg_advisory_unlock(:namespace, m.id::bit(32)::int4) IS NULL)
              ORDER BY m.priority, m.visible_at, m.id
              LIMIT 1) h
      WHERE k.key NOT IN (SELECT concurrency_key FROM walked WHERE concurrency_key IS NOT NULL)
+       AND ((SELECT g FROM key_grants) IS NULL OR ((SELECT g FROM key_grants) -> 'left' ->> k.key)::int > 0)
      LIMIT {batch} - (SELECT count(*) FROM walked)
 ),
 locked AS (
@@ -373,6 +388,12 @@ locked AS (
 ),
 slots_taken AS MATERIALIZED (
     SELECT CASE WHEN (SELECT count(*) FROM locked) >= 0 THEN current_setting('pgqueue_claim.slots', true) END AS lock_keys
+),
+grants_left AS MATERIALIZED (
+    SELECT CASE WHEN (SELECT count(*) FROM locked) >= 0
+                THEN (CASE WHEN g.state -> 'claim' = (SELECT g FROM key_grants) -> 'claim' THEN g.state ELSE (SELECT g FROM key_grants) END
+                      -> 'left')::text END AS left_over
+      FROM (SELECT NULLIF(current_setting('pgqueue_claim.grants', true), '')::jsonb AS state) g
 ),
 listed_by_dead AS MATERIALIZED (
     SELECT pgqueue.listed_by_the_dead(ARRAY(SELECT id FROM locked)) AS ids WHERE EXISTS (SELECT 1 FROM locked)
@@ -440,7 +461,8 @@ holding_updated AS (
         NULL::bigint AS next_due_ms,
         (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1) AS next_key,
         (SELECT count(*) FROM walked) = {batch} - (SELECT n FROM reserved) AS walk_full,
-        (SELECT lock_keys FROM slots_taken) AS slot_locks
+        (SELECT lock_keys FROM slots_taken) AS slot_locks,
+        (SELECT left_over FROM grants_left) AS grants_left
    FROM locked l
    LEFT JOIN claimed c ON c.id = l.id
   CROSS JOIN taken_from_the_dead
@@ -457,7 +479,7 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
                  WHERE m.queue = :queue AND m.priority = p.priority
                    AND m.visible_at > now() AND m.visible_at < 'infinity'
                  ORDER BY m.visible_at LIMIT 1) n),
-       NULL, NULL, NULL
+       NULL, NULL, NULL, (SELECT left_over FROM grants_left)
  WHERE NOT EXISTS (SELECT 1 FROM locked);
 
 

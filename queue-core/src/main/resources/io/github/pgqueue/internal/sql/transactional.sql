@@ -160,7 +160,9 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
 -- key has no slot left keeps the message lock until the transaction ends but is not claimed. Every
 -- row says the last key the heads served (next_key); claimed rows say whether a head took them
 -- (head: the poller's cursor goes on after the walk only) and whether the walk took all it could
--- (walk_full: the claim counts as full).
+-- (walk_full: the claim counts as full). A queue limited per key (V26) has each keyed message take
+-- one of its key's tokens granted for this claim (:grants) with its slot (take_key_turn), as
+-- session.sql's claim_fair; every row says the tokens left (grants_left).
 WITH RECURSIVE cursor AS (SELECT :after_priority::int AS priority,
                                  COALESCE('epoch'::timestamptz + :after_visible_at_us::bigint * interval '1 microsecond',
                                           '-infinity'::timestamptz) AS visible_at,
@@ -186,6 +188,9 @@ priorities AS (
 ),
 slots AS MATERIALIZED (
     SELECT (SELECT q.max_in_flight_per_key FROM pgqueue.queue q WHERE q.name = :queue) AS per_key
+),
+key_grants AS MATERIALIZED (
+    SELECT :grants::jsonb AS g -- parsed once
 ),
 keys_before AS (
     (SELECT m.concurrency_key AS key FROM pgqueue.message m
@@ -251,10 +256,14 @@ walked AS MATERIALIZED (
                            WHERE o.queue = w.queue AND o.group_key = w.group_key AND o.id < w.id
                              AND o.id >= COALESCE(w.previous_id, 0)
                            ORDER BY o.id DESC LIMIT 1) IS NOT NULL THEN false
-                WHEN w.concurrency_key IS NULL OR (SELECT per_key FROM slots) IS NULL
+                WHEN w.concurrency_key IS NULL OR ((SELECT per_key FROM slots) IS NULL AND (SELECT g FROM key_grants) IS NULL)
                 THEN pg_try_advisory_xact_lock(:namespace, w.id::bit(32)::int4)
-                ELSE pg_try_advisory_xact_lock(:namespace, w.id::bit(32)::int4)
-                     AND pgqueue.take_slot(:namespace, :queue, w.concurrency_key, (SELECT per_key FROM slots), true) IS NOT NULL END
+                ELSE ((SELECT g FROM key_grants) IS NULL
+                      OR (COALESCE(((SELECT g FROM key_grants) -> 'left' ->> w.concurrency_key)::int, 0) > 0
+                          AND pgqueue.key_tokens_left(w.concurrency_key, (SELECT g FROM key_grants)) > 0))
+                     AND pg_try_advisory_xact_lock(:namespace, w.id::bit(32)::int4)
+                     AND pgqueue.take_key_turn(:namespace, :queue, w.concurrency_key, (SELECT per_key FROM slots), true,
+                                               (SELECT g FROM key_grants)) END
      LIMIT {batch} - (SELECT n FROM reserved)
 ),
 heads AS MATERIALIZED (
@@ -284,17 +293,25 @@ heads AS MATERIALIZED (
                            AND o.id >= COALESCE(m.previous_id, 0)
                          ORDER BY o.id DESC LIMIT 1) IS NULL)
                AND pg_try_advisory_xact_lock(:namespace, m.id::bit(32)::int4)
-               AND ((SELECT per_key FROM slots) IS NULL
-                    OR pgqueue.take_slot(:namespace, :queue, m.concurrency_key, (SELECT per_key FROM slots), true) IS NOT NULL)
+               AND (((SELECT per_key FROM slots) IS NULL AND (SELECT g FROM key_grants) IS NULL)
+                    OR pgqueue.take_key_turn(:namespace, :queue, m.concurrency_key, (SELECT per_key FROM slots), true,
+                                             (SELECT g FROM key_grants)))
              ORDER BY m.priority, m.visible_at, m.id
              LIMIT 1) h
      WHERE k.key NOT IN (SELECT concurrency_key FROM walked WHERE taken AND concurrency_key IS NOT NULL)
+       AND ((SELECT g FROM key_grants) IS NULL OR ((SELECT g FROM key_grants) -> 'left' ->> k.key)::int > 0)
      LIMIT {batch} - (SELECT count(*) FROM walked WHERE taken)
 ),
 taken AS (
     SELECT id, suspect FROM heads
     UNION ALL
     SELECT id, suspect FROM walked WHERE taken
+),
+grants_left AS MATERIALIZED (
+    SELECT CASE WHEN (SELECT count(*) FROM taken) >= 0
+                THEN (CASE WHEN g.state -> 'claim' = (SELECT g FROM key_grants) -> 'claim' THEN g.state ELSE (SELECT g FROM key_grants) END
+                      -> 'left')::text END AS left_over
+      FROM (SELECT NULLIF(current_setting('pgqueue_claim.grants', true), '')::jsonb AS state) g
 ),
 listed_by_dead AS MATERIALIZED (
     SELECT pgqueue.listed_by_the_dead(ARRAY(SELECT id FROM taken)) AS ids WHERE EXISTS (SELECT 1 FROM taken)
@@ -328,19 +345,21 @@ claimed AS (
         NULL::bigint AS next_due_ms,
         (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1) AS next_key,
         c.id IN (SELECT id FROM heads) AS head,
-        (SELECT count(*) FROM walked WHERE taken) = {batch} - (SELECT n FROM reserved) AS walk_full
+        (SELECT count(*) FROM walked WHERE taken) = {batch} - (SELECT n FROM reserved) AS walk_full,
+        (SELECT left_over FROM grants_left) AS grants_left
    FROM claimed c
    LEFT JOIN LATERAL (SELECT c.payload::text AS text) p ON true
    LEFT JOIN pgqueue.queue q ON q.name = c.queue
   ORDER BY c.priority, c.visible_at, c.id)
 UNION ALL
 SELECT id, 'suspect', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1), NULL, NULL
+       (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1), NULL, NULL, (SELECT left_over FROM grants_left)
   FROM suspicion WHERE suspect
 UNION ALL
 (SELECT e.id, 'window_end', NULL, NULL, e.priority, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
         (extract(epoch FROM e.visible_at) * 1000000)::bigint,
-        NULL, NULL, (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1), NULL, NULL
+        NULL, NULL, (SELECT h.key FROM heads h ORDER BY h.part DESC, h.key LIMIT 1), NULL, NULL,
+        (SELECT left_over FROM grants_left)
    FROM walked e
   WHERE NOT e.taken
   ORDER BY e.priority LIMIT 1)
@@ -353,7 +372,7 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
                  WHERE m.queue = :queue AND m.priority = p.priority
                    AND m.visible_at > now() AND m.visible_at < 'infinity'
                  ORDER BY m.visible_at LIMIT 1) n),
-       NULL, NULL, NULL
+       NULL, NULL, NULL, (SELECT left_over FROM grants_left)
  WHERE NOT EXISTS (SELECT 1 FROM taken);
 
 -- name: claim_walk_after

@@ -248,9 +248,14 @@ public final class PgQueueAutoConfiguration {
 		QueueMetrics pgQueueMetrics(QueueTemplate queueTemplate, PgQueueProperties properties) {
 			List<String> queues = properties.getQueues().keySet().stream().toList();
 			Set<String> withDeadLetters = new LinkedHashSet<>(queues);
-			PgQueueSchemaInitializer.definitions(properties.getQueues())
-				.forEach((definition) -> withDeadLetters.add(definition.effectiveDeadLetterQueue()));
-			return new QueueMetrics(queueTemplate, withDeadLetters);
+			Set<String> keyLimited = new LinkedHashSet<>();
+			PgQueueSchemaInitializer.definitions(properties.getQueues()).forEach((definition) -> {
+				withDeadLetters.add(definition.effectiveDeadLetterQueue());
+				if (definition.concurrencyKey() != null && definition.concurrencyKey().maxInFlight() != null) {
+					keyLimited.add(definition.name());
+				}
+			});
+			return new QueueMetrics(queueTemplate, withDeadLetters, keyLimited);
 		}
 
 	}

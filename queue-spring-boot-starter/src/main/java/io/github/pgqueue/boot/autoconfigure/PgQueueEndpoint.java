@@ -51,7 +51,8 @@ public class PgQueueEndpoint {
 	/**
 	 * The declared queues with their policy (a limited queue's rate limit, its burst and how many of
 	 * its ready messages wait for the limit; a keyed queue's concurrency key header and its limit per
-	 * key, null for none), pause state and stats, the listeners with their state,
+	 * key, null for none, and with a limit per key how many of its messages wait for it), pause state
+	 * and stats, the listeners with their state,
 	 * and the schedules with their next tick and what they sent.
 	 */
 	@ReadOperation
@@ -59,6 +60,8 @@ public class PgQueueEndpoint {
 		Map<String, Object> queues = new LinkedHashMap<>();
 		Map<String, QueueAdmin.RateLimitState> limits = new LinkedHashMap<>();
 		this.admin.rateLimits().forEach((state) -> limits.put(state.queue(), state));
+		Map<String, QueueAdmin.KeyLimitState> keyLimits = new LinkedHashMap<>();
+		this.admin.keyLimits().forEach((state) -> keyLimits.put(state.queue(), state));
 		for (QueueAdmin.QueueInfo info : this.admin.list()) {
 			QueueStats stats = info.stats();
 			Map<String, Object> queue = new LinkedHashMap<>();
@@ -84,6 +87,11 @@ public class PgQueueEndpoint {
 			if (key != null) {
 				queue.put("concurrencyKey", key.header());
 				queue.put("maxInFlightPerKey", key.maxInFlight());
+				queue.put("rateLimitPerKey", (key.rateLimit() != null) ? key.rateLimit().toString() : null);
+			}
+			QueueAdmin.KeyLimitState keyLimit = keyLimits.get(info.definition().name());
+			if (keyLimit != null) {
+				queue.put("waitingForKeyLimit", keyLimit.waiting());
 			}
 			queues.put(info.definition().name(), queue);
 		}

@@ -294,6 +294,14 @@ public class PgQueueProperties {
 		 */
 		private Integer maxInFlightPerKey;
 
+		/**
+		 * The most messages of each concurrency key the queue's consumers in every JVM together hand
+		 * to handlers, per second or per minute, such as 10/s or 600/m, every key on its own; none by
+		 * default. Needs concurrency-key; messages without a key are not limited by it. Messages
+		 * held back wait in the queue, their attempts not counted.
+		 */
+		private String rateLimitPerKey;
+
 		public ConsumptionMode getMode() {
 			return this.mode;
 		}
@@ -368,6 +376,14 @@ public class PgQueueProperties {
 
 		public void setMaxInFlightPerKey(Integer maxInFlightPerKey) {
 			this.maxInFlightPerKey = maxInFlightPerKey;
+		}
+
+		public String getRateLimitPerKey() {
+			return this.rateLimitPerKey;
+		}
+
+		public void setRateLimitPerKey(String rateLimitPerKey) {
+			this.rateLimitPerKey = rateLimitPerKey;
 		}
 
 	}

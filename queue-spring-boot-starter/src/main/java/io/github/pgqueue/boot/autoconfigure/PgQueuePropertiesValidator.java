@@ -24,7 +24,7 @@ final class PgQueuePropertiesValidator {
 	/** The properties of one queue under {@code pgqueue.queues.<name>}, in canonical form. */
 	private static final List<String> QUEUE_PROPERTIES = List.of("mode", "transaction-timeout", "max-attempts", "backoff",
 			"backoff.initial", "backoff.multiplier", "backoff.max", "dead-letter-queue", "deduplication-window", "retention",
-			"rate-limit", "concurrency-key", "max-in-flight-per-key");
+			"rate-limit", "concurrency-key", "max-in-flight-per-key", "rate-limit-per-key");
 
 	private static final ConfigurationPropertyName QUEUES = ConfigurationPropertyName.of("pgqueue.queues");
 
@@ -266,36 +266,42 @@ final class PgQueuePropertiesValidator {
 					"Use a duration of at least 1ms, or leave it out to archive nothing");
 		}
 
-		RateLimit rateLimit = null;
-		if (queue.getRateLimit() != null) {
-			try {
-				rateLimit = RateLimit.parse(queue.getRateLimit());
-			}
-			catch (IllegalArgumentException ex) {
-				throw new InvalidConfigurationPropertyValueException(prefix + ".rate-limit", queue.getRateLimit(),
-						ex.getMessage());
-			}
-		}
+		RateLimit rateLimit = rateLimit(prefix + ".rate-limit", queue.getRateLimit());
 		QueueDefinition definition = new QueueDefinition(name, queue.getMaxAttempts(), backoff.getInitial(),
 				backoff.getMultiplier(), backoff.getMax(), queue.getDeadLetterQueue(), window, retention, rateLimit);
 		return concurrencyKey(prefix, definition, queue);
+	}
+
+	/** The rate limit {@code value} of property {@code property}; null if it is not set. */
+	private static RateLimit rateLimit(String property, String value) {
+		if (value == null) {
+			return null;
+		}
+		try {
+			return RateLimit.parse(value);
+		}
+		catch (IllegalArgumentException ex) {
+			throw new InvalidConfigurationPropertyValueException(property, value, ex.getMessage());
+		}
 	}
 
 	/** {@code definition} with the concurrency key of {@code queue}, if it names one. */
 	private static QueueDefinition concurrencyKey(String prefix, QueueDefinition definition, PgQueueProperties.Queue queue) {
 		String header = queue.getConcurrencyKey();
 		Integer maxInFlight = queue.getMaxInFlightPerKey();
+		RateLimit perKey = rateLimit(prefix + ".rate-limit-per-key", queue.getRateLimitPerKey());
 		if (header == null) {
-			if (maxInFlight != null) {
-				throw new InvalidConfigurationPropertyValueException(prefix + ".max-in-flight-per-key", maxInFlight,
-						prefix + ".max-in-flight-per-key is set but " + prefix + ".concurrency-key is not; name the "
-								+ "header whose value is the key");
+			if (maxInFlight != null || perKey != null) {
+				String property = prefix + ((maxInFlight != null) ? ".max-in-flight-per-key" : ".rate-limit-per-key");
+				throw new InvalidConfigurationPropertyValueException(property,
+						(maxInFlight != null) ? maxInFlight : queue.getRateLimitPerKey(), property + " is set but "
+								+ prefix + ".concurrency-key is not; name the header whose value is the key");
 			}
 			return definition;
 		}
 		QueueDefinition keyed = check(prefix + ".concurrency-key", header, () -> definition.withConcurrencyKey(header));
-		return (maxInFlight != null) ? check(prefix + ".max-in-flight-per-key", maxInFlight,
-				() -> keyed.withConcurrencyKey(header, maxInFlight)) : keyed;
+		return (maxInFlight != null || perKey != null) ? check(prefix + ".max-in-flight-per-key", maxInFlight,
+				() -> keyed.withConcurrencyKey(header, maxInFlight, perKey)) : keyed;
 	}
 
 }

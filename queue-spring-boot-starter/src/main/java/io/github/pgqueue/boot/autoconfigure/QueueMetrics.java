@@ -2,6 +2,7 @@ package io.github.pgqueue.boot.autoconfigure;
 
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -30,10 +31,12 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * The queue gauges: {@code pgqueue.queue.depth} by state, {@code pgqueue.queue.oldest.age} and
  * {@code pgqueue.queue.rate.limited} (the ready messages that wait for the queue's rate limit), for
  * the configured queues and their dead-letter queues from the start, and for every queue declared
- * in the database (at runtime, by this application or another one) from the next refresh. Each
+ * in the database (at runtime, by this application or another one) from the next refresh; and
+ * {@code pgqueue.queue.key.limited} (the messages that wait for the queue's limits per key, of
+ * messages in flight or of their rate) for the queues with such a limit, configured or, from the next refresh, declared so. Each
  * queue's stats are read at most once per refresh interval, however often the registry is
  * scraped; the declared queues are listed once per refresh interval on a thread of its own, and
- * the gauges of a queue dropped since are removed.
+ * the gauges of a queue dropped since (or of a limit per key removed since) are removed.
  */
 final class QueueMetrics implements MeterBinder, AutoCloseable {
 
@@ -58,11 +61,15 @@ final class QueueMetrics implements MeterBinder, AutoCloseable {
 
 	private final QueueAdmin admin;
 
-	private final Object rateLimitLock = new Object();
+	/** The queues with a limit per key as configured, until the declared ones are listed. */
+	private final Set<String> configuredKeyLimited;
 
-	private RateLimitSample rateLimits;
+	/** The queues with a {@code pgqueue.queue.key.limited} gauge, and its id (the same in every registry). */
+	private final Map<String, Meter.Id> keyGauged = new LinkedHashMap<>();
 
-	private volatile boolean rateLimitsFailing;
+	private final WaitingCounts waitingForRateLimit;
+
+	private final WaitingCounts waitingForKeyLimit;
 
 	private ScheduledExecutorService refresher;
 
@@ -72,15 +79,32 @@ final class QueueMetrics implements MeterBinder, AutoCloseable {
 
 	private volatile boolean closed;
 
-	QueueMetrics(QueueTemplate template, Collection<String> queues) {
+	/**
+	 * Gauges for {@code queues} from the start, and for those of {@code keyLimited} (with an
+	 * in-flight limit per key) the gauge of the messages that wait for it.
+	 */
+	QueueMetrics(QueueTemplate template, Collection<String> queues, Collection<String> keyLimited) {
 		this.template = template;
 		this.configured = new LinkedHashSet<>(queues);
+		this.configuredKeyLimited = new LinkedHashSet<>(keyLimited);
 		this.jdbc = new JdbcTemplate(template.context().dataSource());
 		this.admin = new QueueAdmin(template.context());
+		this.waitingForRateLimit = new WaitingCounts("rate limits", () -> {
+			Map<String, Long> waiting = new HashMap<>();
+			this.admin.rateLimits().forEach((state) -> waiting.put(state.queue(), state.waiting()));
+			return waiting;
+		}, REFRESH_NANOS);
+		this.waitingForKeyLimit = new WaitingCounts("in-flight limits per key", () -> {
+			Map<String, Long> waiting = new HashMap<>();
+			this.admin.keyLimits().forEach((state) -> waiting.put(state.queue(), state.waiting()));
+			return waiting;
+		}, REFRESH_NANOS);
 		String s = "\"" + template.context().schema() + "\"";
-		// Each declared queue and the dead-letter queue its messages go to, as a dead letter finds it.
+		// Each declared queue, the dead-letter queue its messages go to (as a dead letter finds it),
+		// and whether it has an in-flight limit per key.
 		this.declaredQueues = """
-				SELECT name, COALESCE(dead_letter_queue, %1$s.default_dead_letter_queue(name))
+				SELECT name, COALESCE(dead_letter_queue, %1$s.default_dead_letter_queue(name)),
+				       max_in_flight_per_key IS NOT NULL
 				  FROM %1$s.queue""".formatted(s);
 	}
 
@@ -92,6 +116,12 @@ final class QueueMetrics implements MeterBinder, AutoCloseable {
 		}
 		for (Map.Entry<String, List<Meter.Id>> queue : this.gauged.entrySet()) {
 			queue.setValue(register(registry, queue.getKey()));
+		}
+		for (String queue : this.configuredKeyLimited) {
+			this.keyGauged.putIfAbsent(queue, null);
+		}
+		for (Map.Entry<String, Meter.Id> queue : this.keyGauged.entrySet()) {
+			queue.setValue(registerKeyLimited(registry, queue.getKey()));
 		}
 		if (this.refresher == null && !this.closed) {
 			this.refresher = Executors.newSingleThreadScheduledExecutor((task) -> {
@@ -106,11 +136,16 @@ final class QueueMetrics implements MeterBinder, AutoCloseable {
 	/** Gauges for queues declared since the last refresh; none for queues dropped since, unless configured. */
 	void refresh() {
 		Set<String> declared;
+		Set<String> keyLimited;
 		try {
 			declared = new LinkedHashSet<>();
+			keyLimited = new LinkedHashSet<>();
 			this.jdbc.query(this.declaredQueues, (rs) -> {
 				declared.add(rs.getString(1));
 				declared.add(rs.getString(2));
+				if (rs.getBoolean(3)) {
+					keyLimited.add(rs.getString(1));
+				}
 			});
 			this.listingFailing = false;
 		}
@@ -143,6 +178,25 @@ final class QueueMetrics implements MeterBinder, AutoCloseable {
 					this.gauged.put(queue, ids);
 				}
 			}
+			// A configured queue not declared (yet) keeps the limit its configuration gives it.
+			this.configuredKeyLimited.stream().filter((queue) -> !declared.contains(queue)).forEach(keyLimited::add);
+			for (String queue : new ArrayList<>(this.keyGauged.keySet())) {
+				if (!keyLimited.contains(queue)) {
+					for (MeterRegistry registry : this.registries) {
+						registry.remove(this.keyGauged.get(queue));
+					}
+					this.keyGauged.remove(queue);
+				}
+			}
+			for (String queue : keyLimited) {
+				if (!this.keyGauged.containsKey(queue) && !this.registries.isEmpty()) {
+					Meter.Id id = null;
+					for (MeterRegistry registry : this.registries) {
+						id = registerKeyLimited(registry, queue);
+					}
+					this.keyGauged.put(queue, id);
+				}
+			}
 		}
 	}
 
@@ -159,7 +213,7 @@ final class QueueMetrics implements MeterBinder, AutoCloseable {
 		ids.add(depth(registry, queue, "ready", QueueStats::ready));
 		ids.add(depth(registry, queue, "scheduled", QueueStats::scheduled));
 		ids.add(depth(registry, queue, "in_flight", QueueStats::inFlight));
-		ids.add(Gauge.builder("pgqueue.queue.rate.limited", this, (m) -> m.waitingForRateLimit(queue))
+		ids.add(Gauge.builder("pgqueue.queue.rate.limited", this, (m) -> m.waitingForRateLimit.waiting(queue))
 			.description("Ready messages of a rate-limited queue beyond what its bucket could hand out now: they "
 					+ "wait for the limit")
 			.tag("queue", queue)
@@ -173,6 +227,15 @@ final class QueueMetrics implements MeterBinder, AutoCloseable {
 			.register(registry)
 			.getId());
 		return ids;
+	}
+
+	private Meter.Id registerKeyLimited(MeterRegistry registry, String queue) {
+		return Gauge.builder("pgqueue.queue.key.limited", this, (m) -> m.waitingForKeyLimit.waiting(queue))
+			.description("Messages of a queue with a limit per key (in flight or rate) that wait for it: per key, the "
+					+ "visible messages (in flight or ready) beyond what the limits let out now, summed over the keys")
+			.tag("queue", queue)
+			.register(registry)
+			.getId();
 	}
 
 	private Meter.Id depth(MeterRegistry registry, String queue, String state, ToDoubleFunction<QueueStats> value) {
@@ -206,39 +269,7 @@ final class QueueMetrics implements MeterBinder, AutoCloseable {
 		return (sample.stats() != null) ? value.applyAsDouble(sample.stats()) : Double.NaN;
 	}
 
-	/**
-	 * How many ready messages of {@code queue} wait for its rate limit; 0 for a queue without one.
-	 * The limited queues are read at most once per refresh interval, however many gauges ask.
-	 */
-	private double waitingForRateLimit(String queue) {
-		RateLimitSample sample;
-		synchronized (this.rateLimitLock) {
-			sample = this.rateLimits;
-			if (sample == null || System.nanoTime() - sample.takenAt() >= REFRESH_NANOS) {
-				Map<String, Long> waiting = new java.util.HashMap<>();
-				try {
-					this.admin.rateLimits().forEach((state) -> waiting.put(state.queue(), state.waiting()));
-					sample = new RateLimitSample(waiting, System.nanoTime());
-					this.rateLimitsFailing = false;
-				}
-				catch (RuntimeException ex) {
-					if (!this.rateLimitsFailing) {
-						logger.warn("Could not read the queues' rate limits for their gauges, which show NaN until "
-								+ "the database answers again: {}", ex.toString());
-						this.rateLimitsFailing = true;
-					}
-					sample = new RateLimitSample(null, System.nanoTime());
-				}
-				this.rateLimits = sample;
-			}
-		}
-		return (sample.waiting() != null) ? sample.waiting().getOrDefault(queue, 0L) : Double.NaN;
-	}
-
 	private record Sample(QueueStats stats, long takenAt) {
-	}
-
-	private record RateLimitSample(Map<String, Long> waiting, long takenAt) {
 	}
 
 }

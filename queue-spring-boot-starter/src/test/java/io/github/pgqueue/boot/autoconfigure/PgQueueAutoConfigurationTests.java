@@ -219,6 +219,30 @@ class PgQueueAutoConfigurationTests {
 	}
 
 	@Test
+	void aRateLimitPerKeyIsDeclaredWithTheQueueAndABadOneFailsStartupNamingTheProperty() {
+		this.runner.withPropertyValues("pgqueue.queues.emails.concurrency-key=tenant",
+				"pgqueue.queues.emails.rate-limit-per-key=10/s", "pgqueue.queues.emails.rate-limit=100/s")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context.getBean(QueueAdmin.class).list())
+					.filteredOn((info) -> info.definition().name().equals("emails")).singleElement()
+					.satisfies((info) -> {
+						assertThat(info.definition().concurrencyKey())
+							.isEqualTo(new QueueDefinition.ConcurrencyKey("tenant", null, RateLimit.perSecond(10)));
+						assertThat(info.definition().rateLimit()).isEqualTo(RateLimit.perSecond(100));
+					});
+			});
+		this.runner.withPropertyValues("pgqueue.queues.emails.concurrency-key=tenant",
+				"pgqueue.queues.emails.rate-limit-per-key=0/m")
+			.run((context) -> assertThat(failureMessages(context))
+				.contains("Property pgqueue.queues.emails.rate-limit-per-key with value '0/m' is invalid"));
+		this.runner.withPropertyValues("pgqueue.queues.emails.rate-limit-per-key=5/s")
+			.run((context) -> assertThat(failureMessages(context))
+				.contains("pgqueue.queues.emails.rate-limit-per-key is set but pgqueue.queues.emails.concurrency-key "
+						+ "is not; name the header whose value is the key"));
+	}
+
+	@Test
 	void aLimitPerKeyWithoutAConcurrencyKeyFailsStartupNamingBothProperties() {
 		this.runner.withPropertyValues("pgqueue.queues.emails.max-in-flight-per-key=2")
 			.run((context) -> assertThat(failureMessages(context))

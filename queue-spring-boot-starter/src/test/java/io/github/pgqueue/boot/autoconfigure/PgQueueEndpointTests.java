@@ -5,6 +5,7 @@ import java.util.Map;
 
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.annotation.QueueListener;
 import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.PostgresExtension;
@@ -66,19 +67,37 @@ class PgQueueEndpointTests {
 
 	@Test
 	@SuppressWarnings("unchecked")
-	void itShowsEachQueuesConcurrencyKeyAndItsLimitPerKey() {
+	void itShowsEachQueuesConcurrencyKeyItsLimitPerKeyAndHowManyMessagesWaitForIt() {
 		this.runner.withPropertyValues("management.endpoints.web.exposure.include=pgqueue",
 				"pgqueue.queues.endpoint-limited.concurrency-key=tenant",
 				"pgqueue.queues.endpoint-limited.max-in-flight-per-key=2",
-				"pgqueue.queues.endpoint-keyed.concurrency-key=region").run((context) -> {
+				"pgqueue.queues.endpoint-keyed.concurrency-key=region",
+				"pgqueue.queues.endpoint-paced.concurrency-key=tenant",
+				"pgqueue.queues.endpoint-paced.rate-limit-per-key=3/s").run((context) -> {
+			QueueTemplate template = context.getBean(QueueTemplate.class);
+			template.sendBatch("endpoint-limited", List.of("a", "b", "c", "d"),
+					SendOptions.builder().header("tenant", "acme").build());
+			template.send("endpoint-limited", "e", SendOptions.builder().header("tenant", "globex").build());
+			template.sendBatch("endpoint-keyed", List.of("a", "b", "c"), SendOptions.builder().header("region", "eu").build());
 			Map<String, Object> queues = (Map<String, Object>) context.getBean(PgQueueEndpoint.class).pgqueue().get("queues");
 			assertThat((Map<String, Object>) queues.get("endpoint-limited")).containsEntry("concurrencyKey", "tenant")
-				.containsEntry("maxInFlightPerKey", 2);
+				.containsEntry("maxInFlightPerKey", 2)
+				.as("acme's 4 messages, 2 beyond the limit")
+				.containsEntry("waitingForKeyLimit", 2L);
+			template.sendBatch("endpoint-paced", List.of("a", "b", "c", "d", "e"),
+					SendOptions.builder().header("tenant", "acme").build());
+			queues = (Map<String, Object>) context.getBean(PgQueueEndpoint.class).pgqueue().get("queues");
+			assertThat((Map<String, Object>) queues.get("endpoint-paced")).containsEntry("rateLimitPerKey", "3/s")
+				.containsEntry("maxInFlightPerKey", null)
+				.as("acme's 5 messages, 2 beyond its bucket's 3 tokens")
+				.containsEntry("waitingForKeyLimit", 2L);
+			assertThat((Map<String, Object>) queues.get("endpoint-limited")).containsEntry("rateLimitPerKey", null);
 			assertThat((Map<String, Object>) queues.get("endpoint-keyed")).as("a key without a limit per key")
 				.containsEntry("concurrencyKey", "region")
-				.containsEntry("maxInFlightPerKey", null);
+				.containsEntry("maxInFlightPerKey", null)
+				.doesNotContainKey("waitingForKeyLimit");
 			assertThat((Map<String, Object>) queues.get("endpoint-mail")).doesNotContainKeys("concurrencyKey",
-					"maxInFlightPerKey");
+					"maxInFlightPerKey", "waitingForKeyLimit");
 		});
 	}
 

@@ -6,6 +6,7 @@ import java.util.List;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.PostgresExtension;
 import io.micrometer.core.instrument.Gauge;
@@ -71,6 +72,33 @@ class QueueGaugesWithBootMetricsTests {
 			assertThat(waiting).as("pgqueue.queue.rate.limited{queue=throttled}").isNotNull();
 			assertThat(waiting.value()).as("a full bucket of 2 tokens: 3 of 5 wait").isEqualTo(3);
 			assertThat(registry.find("pgqueue.queue.rate.limited").tags("queue", "gauged").gauge().value()).isZero();
+		});
+	}
+
+	@Test
+	void aQueueWithALimitPerKeyHasAGaugeThatCountsTheMessagesThatWaitForTheLimit() {
+		this.runner.withPropertyValues("pgqueue.queues.per-key.concurrency-key=tenant",
+				"pgqueue.queues.per-key.max-in-flight-per-key=1").run((context) -> {
+			MeterRegistry registry = context.getBean(MeterRegistry.class);
+			QueueTemplate template = context.getBean(QueueTemplate.class);
+			template.sendBatch("per-key", List.of(1, 2, 3), SendOptions.builder().header("tenant", "acme").build());
+			template.sendBatch("per-key", List.of(4, 5), SendOptions.builder().header("tenant", "globex").build());
+			template.send("per-key", 6);
+			Gauge waiting = registry.find("pgqueue.queue.key.limited").tags("queue", "per-key").gauge();
+			assertThat(waiting).as("pgqueue.queue.key.limited{queue=per-key}").isNotNull();
+			assertThat(waiting.value()).as("one of each key may be in flight: 2 of acme and 1 of globex wait")
+				.isEqualTo(3);
+			assertThat(registry.find("pgqueue.queue.key.limited").tags("queue", "gauged").gauge())
+				.as("a queue without a limit per key has no such gauge").isNull();
+
+			// A limit per key declared or removed at runtime adds or removes the gauge at the next refresh.
+			QueueAdmin admin = context.getBean(QueueAdmin.class);
+			admin.create(QueueDefinition.of("per-key-later").withConcurrencyKey("tenant", 2));
+			admin.alter(QueueDefinition.of("per-key").withConcurrencyKey("tenant"));
+			context.getBean(QueueMetrics.class).refresh();
+			assertThat(registry.find("pgqueue.queue.key.limited").tags("queue", "per-key-later").gauge()).isNotNull();
+			assertThat(registry.find("pgqueue.queue.key.limited").tags("queue", "per-key").gauge()).isNull();
+			assertThat(registry.find("pgqueue.queue.depth").tags("queue", "per-key").gauges()).hasSize(3);
 		});
 	}
 

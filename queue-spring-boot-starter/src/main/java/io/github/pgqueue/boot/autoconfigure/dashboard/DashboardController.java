@@ -115,6 +115,7 @@ final class DashboardController {
 		Map<String, QueueAdmin.RateLimitState> limits = new LinkedHashMap<>();
 		this.admin.rateLimits().forEach((state) -> limits.put(state.queue(), state));
 		Map<String, DashboardRepository.ConcurrencyKey> keys = this.repository.concurrencyKeys();
+		Map<String, QueueAdmin.KeyLimitState> keyLimits = keyLimits();
 		List<Map<String, Object>> rows = stats.stream().map((s) -> {
 			QueueAdmin.RateLimitState limit = limits.get(s.queue());
 			DashboardRepository.ConcurrencyKey key = keys.get(s.queue());
@@ -129,9 +130,20 @@ final class DashboardController {
 			row.put("waitingForRateLimit", (limit != null) ? limit.waiting() : 0);
 			row.put("concurrencyKey", (key != null) ? key.header() : null);
 			row.put("maxInFlightPerKey", (key != null) ? key.maxInFlight() : null);
+			QueueAdmin.KeyLimitState keyLimit = keyLimits.get(s.queue());
+			row.put("rateLimitPerKey", (keyLimit != null && keyLimit.rateLimitPerKey() != null)
+					? keyLimit.rateLimitPerKey().toString() : null);
+			row.put("waitingForKeyLimit", (keyLimit != null) ? keyLimit.waiting() : null);
 			return row;
 		}).toList();
 		return Map.of("queues", rows, "minutes", this.rates.lastHour());
+	}
+
+	/** The limits per key of the queues that have some, and how many messages wait for them, by queue. */
+	private Map<String, QueueAdmin.KeyLimitState> keyLimits() {
+		Map<String, QueueAdmin.KeyLimitState> limits = new LinkedHashMap<>();
+		this.admin.keyLimits().forEach((state) -> limits.put(state.queue(), state));
+		return limits;
 	}
 
 	@GetMapping("/api/queue")
@@ -145,6 +157,10 @@ final class DashboardController {
 		Map<String, Object> result = new LinkedHashMap<>();
 		result.put("queue", name);
 		result.put("policy", this.repository.policy(name).orElse(null));
+		QueueAdmin.KeyLimitState keyLimit = keyLimits().get(name);
+		result.put("rateLimitPerKey", (keyLimit != null && keyLimit.rateLimitPerKey() != null)
+				? keyLimit.rateLimitPerKey().toString() : null);
+		result.put("waitingForKeyLimit", (keyLimit != null) ? keyLimit.waiting() : null);
 		result.put("total", this.repository.countMessages(name));
 		result.put("offset", Math.max(0, offset));
 		result.put("limit", size);

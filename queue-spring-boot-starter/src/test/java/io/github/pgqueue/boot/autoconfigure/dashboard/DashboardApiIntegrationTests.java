@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.annotation.QueueListener;
 import io.github.pgqueue.boot.autoconfigure.PgQueueAutoConfiguration;
 import io.github.pgqueue.testing.EmbeddedPostgres;
@@ -212,16 +213,23 @@ class DashboardApiIntegrationTests {
 	}
 
 	@Test
-	void showsEachQueuesConcurrencyKeyAndItsLimitPerKey() {
+	void showsEachQueuesConcurrencyKeyItsLimitPerKeyAndHowManyMessagesWaitForIt() {
 		this.runner.withPropertyValues("pgqueue.queues.api.concurrency-key=tenant",
-				"pgqueue.queues.api.max-in-flight-per-key=2", "pgqueue.queues.kept.concurrency-key=region")
+				"pgqueue.queues.api.max-in-flight-per-key=2", "pgqueue.queues.kept.concurrency-key=region",
+				"pgqueue.queues.paced.concurrency-key=tenant", "pgqueue.queues.paced.rate-limit-per-key=60/m")
 			.run((context) -> {
 				MockMvc mvc = MockMvcBuilders.webAppContextSetup(context).apply(springSecurity()).build();
+				QueueTemplate queues = context.getBean(QueueTemplate.class);
+				queues.sendBatch("api", List.of(1, 2, 3), SendOptions.builder().header("tenant", "acme").build());
+				queues.sendBatch("api", List.of(4, 5), SendOptions.builder().header("tenant", "globex").build());
 
 				mvc.perform(get("/pgqueue/api/queues").with(this.admin))
 					.andExpect(status().isOk())
 					.andExpect(jsonPath("$.queues[?(@.queue == 'api')].concurrencyKey").value("tenant"))
 					.andExpect(jsonPath("$.queues[?(@.queue == 'api')].maxInFlightPerKey").value(2))
+					.andExpect(jsonPath("$.queues[?(@.queue == 'api')].waitingForKeyLimit").value(1))
+					.andExpect(jsonPath("$.queues[?(@.queue == 'kept')].waitingForKeyLimit").value(
+							org.hamcrest.Matchers.contains(org.hamcrest.Matchers.nullValue())))
 					.andExpect(jsonPath("$.queues[?(@.queue == 'kept')].concurrencyKey").value("region"))
 					.andExpect(jsonPath("$.queues[?(@.queue == 'kept')].maxInFlightPerKey").value(
 							org.hamcrest.Matchers.contains(org.hamcrest.Matchers.nullValue())))
@@ -229,10 +237,19 @@ class DashboardApiIntegrationTests {
 							org.hamcrest.Matchers.contains(org.hamcrest.Matchers.nullValue())));
 				mvc.perform(get("/pgqueue/api/queue").param("name", "api").with(this.admin))
 					.andExpect(jsonPath("$.policy.concurrencyKey").value("tenant"))
-					.andExpect(jsonPath("$.policy.maxInFlightPerKey").value(2));
+					.andExpect(jsonPath("$.policy.maxInFlightPerKey").value(2))
+					.andExpect(jsonPath("$.waitingForKeyLimit").value(1));
+				queues.sendBatch("paced", List.of(1, 2, 3), SendOptions.builder().header("tenant", "acme").build());
+				mvc.perform(get("/pgqueue/api/queues").with(this.admin))
+					.andExpect(jsonPath("$.queues[?(@.queue == 'paced')].rateLimitPerKey").value("60/m"))
+					.andExpect(jsonPath("$.queues[?(@.queue == 'paced')].waitingForKeyLimit").value(2));
+				mvc.perform(get("/pgqueue/api/queue").param("name", "paced").with(this.admin))
+					.andExpect(jsonPath("$.rateLimitPerKey").value("60/m"))
+					.andExpect(jsonPath("$.waitingForKeyLimit").value(2));
 				mvc.perform(get("/pgqueue/api/queue").param("name", "kept").with(this.admin))
 					.andExpect(jsonPath("$.policy.concurrencyKey").value("region"))
-					.andExpect(jsonPath("$.policy.maxInFlightPerKey").doesNotExist());
+					.andExpect(jsonPath("$.policy.maxInFlightPerKey").doesNotExist())
+					.andExpect(jsonPath("$.waitingForKeyLimit").doesNotExist());
 				mvc.perform(get("/pgqueue/api/queue").param("name", "other").with(this.admin))
 					.andExpect(jsonPath("$.policy.concurrencyKey").doesNotExist());
 			});

@@ -44,12 +44,21 @@ public final class EmbeddedPostgres {
 	 * created (null: the message table's oid).
 	 */
 	public void migrate(String schema, Integer lockNamespace) {
+		migrate(schema, lockNamespace, "latest");
+	}
+
+	/**
+	 * As {@link #migrate(String, Integer)}, up to migration {@code target} ("21", say, or
+	 * "latest"): the schema a release before it left, to upgrade.
+	 */
+	public void migrate(String schema, Integer lockNamespace, String target) {
 		Flyway.configure()
 			.dataSource(this.dataSource)
 			.locations("classpath:db/pgqueue")
 			.schemas(schema)
 			.table("pgqueue_schema_history")
 			.placeholders(java.util.Map.of("lockNamespace", (lockNamespace != null) ? lockNamespace.toString() : ""))
+			.target(target)
 			.load()
 			.migrate();
 	}

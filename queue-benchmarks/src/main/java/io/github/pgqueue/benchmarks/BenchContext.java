@@ -22,6 +22,26 @@ record BenchContext(BenchDatabase database, List<QueueSystem> allSystems, BenchO
 			.orElseThrow(() -> new IllegalArgumentException("No system " + name));
 	}
 
+	/** With the {@code probe} option, forgets the statements the server recorded so far. */
+	void startProbe() {
+		if (this.options.probe()) {
+			this.database.forgetStatements();
+		}
+	}
+
+	/**
+	 * With the {@code probe} option, prints the statements that took the most of the server's time
+	 * since {@link #startProbe()}, as comment lines that start with {@code # probe} and
+	 * {@code label}.
+	 */
+	void endProbe(String label) {
+		if (this.options.probe()) {
+			for (String line : this.database.busiestStatements(8)) {
+				System.out.println("# probe " + label + ": " + line);
+			}
+		}
+	}
+
 	static void pause(long millis) {
 		try {
 			Thread.sleep(millis);

@@ -4,8 +4,12 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.sql.Connection;
 import java.sql.DriverManager;
+import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Properties;
 
 import javax.sql.DataSource;
@@ -60,15 +64,23 @@ final class BenchDatabase implements AutoCloseable {
 	 * Starts the server with the settings of the project's test database: durability is off, so
 	 * the figures measure CPU and locking rather than this machine's disk.
 	 */
-	static BenchDatabase start() {
+	static BenchDatabase start(boolean recordStatements) {
 		try {
-			EmbeddedPostgres server = EmbeddedPostgres.builder()
+			EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
 				.setServerConfig("max_connections", "700")
 				.setServerConfig("fsync", "off")
 				.setServerConfig("synchronous_commit", "off")
-				.setServerConfig("full_page_writes", "off")
-				.start();
-			return new BenchDatabase(server);
+				.setServerConfig("full_page_writes", "off");
+			if (recordStatements) {
+				// Statements inside functions too: a claim's listed_by_the_dead is one.
+				builder.setServerConfig("shared_preload_libraries", "pg_stat_statements")
+					.setServerConfig("pg_stat_statements.track", "all");
+			}
+			BenchDatabase database = new BenchDatabase(builder.start());
+			if (recordStatements) {
+				database.execute("CREATE EXTENSION pg_stat_statements");
+			}
+			return database;
 		}
 		catch (IOException ex) {
 			throw new UncheckedIOException("Could not start embedded PostgreSQL", ex);
@@ -157,6 +169,34 @@ final class BenchDatabase implements AutoCloseable {
 	}
 
 	/** Transactions committed in this database so far, as the statistics collector last saw them. */
+	/** Forgets the statements recorded so far (a server started to record them). */
+	void forgetStatements() {
+		execute("SELECT pg_stat_statements_reset()");
+	}
+
+	/**
+	 * The statements that took the most of the server's time since {@link #forgetStatements()}: how
+	 * often each ran, its time in all and on average, and its shared buffers read, one line each.
+	 */
+	List<String> busiestStatements(int limit) {
+		String sql = "SELECT calls, total_exec_time, mean_exec_time, shared_blks_hit + shared_blks_read,"
+				+ " left(regexp_replace(query, '\\s+', ' ', 'g'), 120) FROM pg_stat_statements"
+				+ " ORDER BY total_exec_time DESC LIMIT " + limit;
+		List<String> lines = new ArrayList<>();
+		try (Connection connection = this.appPool.getConnection();
+				Statement statement = connection.createStatement();
+				ResultSet rows = statement.executeQuery(sql)) {
+			while (rows.next()) {
+				lines.add(String.format(Locale.ROOT, "calls=%d total_ms=%.0f mean_ms=%.3f buffers=%d %s", rows.getLong(1),
+						rows.getDouble(2), rows.getDouble(3), rows.getLong(4), rows.getString(5)));
+			}
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException("Could not read pg_stat_statements", ex);
+		}
+		return lines;
+	}
+
 	long committedTransactions() {
 		this.admin.execute("SELECT pg_stat_clear_snapshot()");
 		return queryLong("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()");

@@ -15,11 +15,13 @@ import java.util.Set;
  * backlog scenario, default 10 000 000; 0 leaves it out); {@code drain-seconds=N} (how long each
  * timed drain lasts, from a backlog sized by the rate its warm-up reached: default 3 in quick mode,
  * 6 in full; never under {@value #MIN_DRAIN_SECONDS}) and {@code drain-runs=N} (measured drains per system
- * and configuration, reported as median and range: default 1 in quick mode, 3 in full). A leading
- * {@code --} on any of them is accepted.
+ * and configuration, reported as median and range: default 1 in quick mode, 3 in full);
+ * {@code probe} (the server records every statement, and each drain and many-queues window is
+ * followed by the statements that took the most of the server's time in it, as comment lines). A
+ * leading {@code --} on any of them is accepted.
  */
 record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, Duration steady, Duration churn,
-		double steadyRate, int hugeBacklog, Duration drainTime, int drainRuns) {
+		double steadyRate, int hugeBacklog, Duration drainTime, int drainRuns, boolean probe) {
 
 	/** The shortest a timed drain may last: one whose backlog ran out sooner is run again from a larger one. */
 	static final int MIN_DRAIN_SECONDS = 3;
@@ -38,6 +40,7 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 
 	static BenchOptions parse(String[] args) {
 		boolean quick = false;
+		boolean probe = false;
 		Set<String> only = null;
 		Set<String> systems = Set.of();
 		Duration steady = Duration.ofSeconds(60);
@@ -53,6 +56,9 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 			}
 			if (arg.equals("quick")) {
 				quick = true;
+			}
+			else if (arg.equals("probe")) {
+				probe = true;
 			}
 			else if (arg.startsWith("only=")) {
 				only = new LinkedHashSet<>(List.of(arg.substring(5).split(",")));
@@ -82,7 +88,7 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 			else {
 				throw new IllegalArgumentException("Unknown argument '" + raw + "'; expected quick, full, only=a,b, "
 						+ "systems=a,b, steady-seconds=N, steady-rate=N, churn-seconds=N, backlog-huge=N, "
-						+ "drain-seconds=N or drain-runs=N");
+						+ "drain-seconds=N, drain-runs=N or probe");
 			}
 		}
 		Set<String> scenarios = new LinkedHashSet<>(quick ? QUICK : ALL);
@@ -94,7 +100,7 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 		}
 		Duration drainTime = Duration.ofSeconds((drainSeconds != null) ? drainSeconds : quick ? MIN_DRAIN_SECONDS : 6);
 		return new BenchOptions(quick, scenarios, systems, steady, churn, steadyRate, hugeBacklog, drainTime,
-				(drainRuns != null) ? drainRuns : quick ? 1 : 3);
+				(drainRuns != null) ? drainRuns : quick ? 1 : 3, probe);
 	}
 
 	private static void requireKnown(String scenario) {

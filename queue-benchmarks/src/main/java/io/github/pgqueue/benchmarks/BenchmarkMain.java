@@ -44,7 +44,7 @@ public final class BenchmarkMain {
 
 	private static void run(BenchOptions options) {
 		long started = System.nanoTime();
-		try (BenchDatabase database = BenchDatabase.start()) {
+		try (BenchDatabase database = BenchDatabase.start(options.probe())) {
 			String date = OffsetDateTime.now(ZoneOffset.UTC).format(DateTimeFormatter.ISO_LOCAL_DATE);
 			String hardware = Runtime.getRuntime().availableProcessors() + " cores, PostgreSQL "
 					+ database.serverVersion() + " (embedded), Java " + System.getProperty("java.version");

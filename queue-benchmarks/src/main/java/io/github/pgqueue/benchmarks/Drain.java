@@ -100,7 +100,9 @@ final class Drain {
 			Outcome outcome;
 			for (int attempt = 0;; attempt++) {
 				backlog = prepare(context, system, size);
+				context.startProbe();
 				outcome = run(system, concurrency, batchSize, backlog, window);
+				context.endProbe("drain " + system.name() + " " + concurrency + "x" + batchSize);
 				if (outcome.seconds() >= BenchOptions.MIN_DRAIN_SECONDS || attempt == 2) {
 					break;
 				}

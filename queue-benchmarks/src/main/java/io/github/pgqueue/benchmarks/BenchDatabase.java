@@ -239,6 +239,11 @@ final class BenchDatabase implements AutoCloseable {
 		this.admin.execute("VACUUM ANALYZE " + table);
 	}
 
+	/** Vacuums {@code system}'s tables ({@link QueueSystem#tables()}). */
+	void vacuumAnalyze(QueueSystem system) {
+		system.tables().forEach(this::vacuumAnalyze);
+	}
+
 	@Override
 	public void close() {
 		this.appPool.close();

@@ -26,7 +26,7 @@ final class ChurnScenario {
 		QueueSystem system = this.context.system("pgqueue");
 		system.clear();
 		BenchDatabase database = this.context.database();
-		database.vacuumAnalyze(system.table());
+		database.vacuumAnalyze(system);
 		Duration duration = this.context.options().churn();
 		long start = database.totalSize(system.table());
 		List<Long> sizes = new ArrayList<>();

@@ -76,7 +76,7 @@ final class DelayedScenario {
 
 	private void measure(QueueSystem system, List<Duration> delays) {
 		system.clear();
-		this.context.database().vacuumAnalyze(system.table());
+		this.context.database().vacuumAnalyze(system);
 		int batchSize = system.claimsInBatches() ? PgQueueSystem.DEFAULT_BATCH_SIZE : 1;
 		Latencies lateness = new Latencies(MESSAGES);
 		// The messages due after the last send returned: the consumer had only them to wait for.

@@ -36,7 +36,7 @@ final class Drain {
 		if (pending < size) {
 			system.preload((int) (size - pending), Duration.ZERO);
 		}
-		context.database().vacuumAnalyze(system.table());
+		context.database().vacuumAnalyze(system);
 		return Math.max(pending, size);
 	}
 

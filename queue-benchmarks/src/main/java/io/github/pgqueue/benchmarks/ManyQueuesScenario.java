@@ -67,7 +67,7 @@ final class ManyQueuesScenario {
 
 	private void measure(QueueSystem system, int listeners) {
 		system.clear();
-		this.context.database().vacuumAnalyze(system.table());
+		this.context.database().vacuumAnalyze(system);
 		int batchSize = system.claimsInBatches() ? PgQueueSystem.DEFAULT_BATCH_SIZE : 1;
 		double rate = this.context.options().steadyRate();
 		List<String> queues = new ArrayList<>();

@@ -1,6 +1,7 @@
 package io.github.pgqueue.benchmarks;
 
 import java.time.Duration;
+import java.util.List;
 
 /**
  * What pgqueue and the two plain-SQL baselines share: pgqueue's own message table, indexes,
@@ -39,6 +40,16 @@ abstract class MessageTableSystem implements QueueSystem {
 	@Override
 	public String table() {
 		return TABLE;
+	}
+
+	/**
+	 * pgqueue's message table and its consumer sessions' holding table, which every claim reads
+	 * whole: a session-mode run before leaves hundreds of its rows dead, which autovacuum would have
+	 * removed by the time an application starts.
+	 */
+	@Override
+	public List<String> tables() {
+		return List.of(TABLE, "pgqueue.holding");
 	}
 
 }

@@ -184,7 +184,7 @@ final class PressureScenario {
 
 	private void prepare(QueueSystem system) {
 		system.clear();
-		this.context.database().vacuumAnalyze(system.table());
+		this.context.database().vacuumAnalyze(system);
 	}
 
 	private static int batchSize(QueueSystem system) {

@@ -81,4 +81,12 @@ interface QueueSystem {
 	/** The table the system keeps its messages in. */
 	String table();
 
+	/**
+	 * The tables vacuumed before each measurement, so that no system pays for what the one before
+	 * it left dead: its message table, and any other table its claims read whole.
+	 */
+	default List<String> tables() {
+		return List.of(table());
+	}
+
 }

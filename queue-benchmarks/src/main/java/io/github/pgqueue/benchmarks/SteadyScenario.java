@@ -45,7 +45,7 @@ final class SteadyScenario {
 	 */
 	BenchRow measure(QueueSystem system, String scenario, java.time.Duration duration) {
 		system.clear();
-		this.context.database().vacuumAnalyze(system.table());
+		this.context.database().vacuumAnalyze(system);
 		int batchSize = system.claimsInBatches() ? PgQueueSystem.DEFAULT_BATCH_SIZE : 1;
 		Latencies latencies = new Latencies(4_000_000);
 		LongAdder handled = new LongAdder();

@@ -4,6 +4,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.StringJoiner;
+import java.util.stream.Collectors;
 
 import io.github.pgqueue.ExchangeDefinition;
 import io.github.pgqueue.QueueDefinition;
@@ -25,6 +27,14 @@ final class PgQueuePropertiesValidator {
 	private static final List<String> QUEUE_PROPERTIES = List.of("mode", "transaction-timeout", "max-attempts", "backoff",
 			"backoff.initial", "backoff.multiplier", "backoff.max", "dead-letter-queue", "deduplication-window", "retention",
 			"rate-limit", "concurrency-key", "max-in-flight-per-key", "rate-limit-per-key");
+
+	/**
+	 * {@link #QUEUE_PROPERTIES} in uniform form, as Spring Boot compares names: {@code maxAttempts}
+	 * and {@code max_attempts} bind as {@code max-attempts} does.
+	 */
+	private static final Set<String> UNIFORM_QUEUE_PROPERTIES = QUEUE_PROPERTIES.stream()
+		.map((property) -> elements(ConfigurationPropertyName.of(property), 0, ConfigurationPropertyName.Form.UNIFORM))
+		.collect(Collectors.toUnmodifiableSet());
 
 	private static final ConfigurationPropertyName QUEUES = ConfigurationPropertyName.of("pgqueue.queues");
 
@@ -48,30 +58,45 @@ final class PgQueuePropertiesValidator {
 				continue;
 			}
 			iterable.filter(QUEUES::isAncestorOf).forEach((name) -> {
-				if (name.getNumberOfElements() < 4) {
-					return;
-				}
-				String property = name.subName(3).toString();
-				if (QUEUE_PROPERTIES.contains(property)) {
+				if (name.getNumberOfElements() < 4 || isQueueProperty(name, 3)) {
 					return;
 				}
 				String queue = name.getElement(2, ConfigurationPropertyName.Form.ORIGINAL);
-				StringBuilder rest = new StringBuilder();
-				for (int i = 3; i < name.getNumberOfElements(); i++) {
-					rest.append((i > 3) ? "." : "").append(name.getElement(i, ConfigurationPropertyName.Form.ORIGINAL));
+				String rest = elements(name, 3, ConfigurationPropertyName.Form.ORIGINAL);
+				String hint = "";
+				for (int i = 4; i < name.getNumberOfElements(); i++) {
+					if (isQueueProperty(name, i)) {
+						hint = "; a queue name with dots is written in brackets: pgqueue.queues["
+								+ elements(name, 2, i, ConfigurationPropertyName.Form.ORIGINAL) + "]."
+								+ elements(name, i, ConfigurationPropertyName.Form.ORIGINAL);
+						break;
+					}
 				}
-				String hint = QUEUE_PROPERTIES.stream()
-					.filter((known) -> property.endsWith("." + known))
-					.max(java.util.Comparator.comparingInt(String::length))
-					.map((known) -> "; a queue name with dots is written in brackets: pgqueue.queues[" + queue + "."
-							+ rest.substring(0, rest.length() - known.length() - 1) + "]." + known)
-					.orElse("");
 				throw new InvalidConfigurationPropertyValueException(name.toString(), "(set)", "'" + rest
 						+ "' is not a property of queue '" + queue + "' ("
 						+ String.join(", ", QUEUE_PROPERTIES.stream().filter((known) -> !known.equals("backoff")).toList())
 						+ ")" + hint);
 			});
 		}
+	}
+
+	/** Whether the elements of {@code name} from {@code from} on are a property of a queue. */
+	private static boolean isQueueProperty(ConfigurationPropertyName name, int from) {
+		return UNIFORM_QUEUE_PROPERTIES.contains(elements(name, from, ConfigurationPropertyName.Form.UNIFORM));
+	}
+
+	private static String elements(ConfigurationPropertyName name, int from, ConfigurationPropertyName.Form form) {
+		return elements(name, from, name.getNumberOfElements(), form);
+	}
+
+	/** The elements of {@code name} from {@code from} up to {@code to}, in {@code form}, joined by dots. */
+	private static String elements(ConfigurationPropertyName name, int from, int to,
+			ConfigurationPropertyName.Form form) {
+		StringJoiner joined = new StringJoiner(".");
+		for (int i = from; i < to; i++) {
+			joined.add(name.getElement(i, form));
+		}
+		return joined.toString();
 	}
 
 	/**

@@ -2,12 +2,15 @@ package io.github.pgqueue.boot.autoconfigure;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.stream.Collectors;
 
 import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueException;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.annotation.QueueListener;
@@ -184,6 +187,30 @@ class ApplicationShapesAutoConfigurationTests {
 		this.runner.withPropertyValues("pgqueue.queues[orders.created].max-attempts=7")
 			.run((context) -> assertThat(new QueueAdmin(context.getBean(QueueTemplate.class).context()).declaredQueues())
 				.contains("orders.created"));
+	}
+
+	/**
+	 * Spring Boot binds a property written in camel case or with underscores as it binds the dashed
+	 * form; so must the check of queue keys, and its hint for a name with dots.
+	 */
+	@Test
+	void queuePropertiesBindInEveryFormSpringBootAccepts() {
+		this.runner
+			.withPropertyValues("pgqueue.queues.camel.maxAttempts=7", "pgqueue.queues.camel.backoff.initial=2s",
+					"pgqueue.queues.camel.deadLetterQueue=camel-dead", "pgqueue.queues.camel-dead.max_attempts=4")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				Map<String, QueueDefinition> queues = new QueueAdmin(context.getBean(QueueTemplate.class).context()).list()
+					.stream()
+					.collect(Collectors.toMap((info) -> info.definition().name(), QueueAdmin.QueueInfo::definition));
+				assertThat(queues.get("camel").maxAttempts()).isEqualTo(7);
+				assertThat(queues.get("camel").backoffInitial()).isEqualTo(Duration.ofSeconds(2));
+				assertThat(queues.get("camel").deadLetterQueue()).isEqualTo("camel-dead");
+				assertThat(queues.get("camel-dead").maxAttempts()).isEqualTo(4);
+			});
+		this.runner.withPropertyValues("pgqueue.queues.orders.created.maxAttempts=7")
+			.run((context) -> assertThat(failureMessages(context))
+				.contains("pgqueue.queues[orders.created].maxAttempts"));
 	}
 
 	@Test

@@ -78,7 +78,13 @@ final class BenchDatabase implements AutoCloseable {
 			}
 			BenchDatabase database = new BenchDatabase(builder.start());
 			if (recordStatements) {
-				database.execute("CREATE EXTENSION pg_stat_statements");
+				try {
+					database.execute("CREATE EXTENSION pg_stat_statements");
+				}
+				catch (RuntimeException ex) {
+					database.close();
+					throw ex;
+				}
 			}
 			return database;
 		}
@@ -168,7 +174,6 @@ final class BenchDatabase implements AutoCloseable {
 		return this.admin.queryForObject("SHOW server_version", String.class);
 	}
 
-	/** Transactions committed in this database so far, as the statistics collector last saw them. */
 	/** Forgets the statements recorded so far (a server started to record them). */
 	void forgetStatements() {
 		execute("SELECT pg_stat_statements_reset()");
@@ -197,6 +202,7 @@ final class BenchDatabase implements AutoCloseable {
 		return lines;
 	}
 
+	/** Transactions committed in this database so far, as the statistics collector last saw them. */
 	long committedTransactions() {
 		this.admin.execute("SELECT pg_stat_clear_snapshot()");
 		return queryLong("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()");

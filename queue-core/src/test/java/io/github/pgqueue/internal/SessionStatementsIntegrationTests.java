@@ -110,6 +110,26 @@ class SessionStatementsIntegrationTests {
 					entry("own", true), entry("current", true));
 	}
 
+	/**
+	 * listed_by_the_dead (V14, V18, V28), which every claim asks about the messages it locked: of
+	 * each row opened since the server started, every id it lists, or only the first of a row whose
+	 * messages were handed out in turn; rows listing none of the claimed ids, or nothing, give none.
+	 */
+	@Test
+	void listedByTheDeadReturnsTheClaimedIdsEachRowCounts() {
+		this.jdbc.update("INSERT INTO pgqueue.holding (pid, ids) VALUES (0, '{1,2,3}'), (0, '{}'), (0, '{8,9}')");
+		this.jdbc.update("INSERT INTO pgqueue.holding (pid, ids, in_turn) VALUES (0, '{4,5}', true)");
+		this.jdbc.update("INSERT INTO pgqueue.holding (pid, ids, opened_at) VALUES (0, '{6}', '2000-01-01')");
+
+		assertThat(listedByTheDead("{1,3,4,5,6,7}")).containsExactlyInAnyOrder(1L, 3L, 4L);
+		assertThat(listedByTheDead("{5,7}")).isEmpty();
+		assertThat(listedByTheDead("{}")).isEmpty();
+	}
+
+	private List<Long> listedByTheDead(String claimed) {
+		return this.jdbc.queryForList("SELECT unnest(pgqueue.listed_by_the_dead(?::bigint[]))", Long.class, claimed);
+	}
+
 	@Test
 	void closeSession() throws SQLException {
 		Session other = newSession();

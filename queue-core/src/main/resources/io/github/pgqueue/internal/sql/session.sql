@@ -111,7 +111,7 @@ locked AS (
                      WHERE m.queue = :queue AND m.priority = p.priority AND m.visible_at <= now()
                        AND (:may_take_suspects OR NOT ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
                             OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())))
+                                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')))
                        AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
                      ORDER BY m.visible_at, m.id
                      LIMIT 10 * ({batch} + 1000)) m
@@ -328,7 +328,7 @@ walked AS MATERIALIZED (
                      WHERE m.queue = :queue AND m.priority = p.priority AND m.visible_at <= now()
                        AND (:may_take_suspects OR NOT ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
                             OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())))
+                                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')))
                        AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
                        AND (m.visible_at, m.id) > (w.visible_at, w.id)
                      ORDER BY m.visible_at, m.id
@@ -363,7 +363,7 @@ heads AS MATERIALIZED (
                    > (k.key, COALESCE(c.priority, -2147483648), c.visible_at, c.id) -- the concurrency index's columns
                AND (:may_take_suspects OR NOT ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
                     OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                                  FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())))
+                                  FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')))
                AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
                AND (m.group_key IS NULL
                     OR (SELECT o.id FROM pgqueue.message o
@@ -507,7 +507,7 @@ locked AS (
                      WHERE m.queue = :queue AND m.priority = p.priority AND m.visible_at <= now()
                        AND (:may_take_suspects OR NOT ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
                             OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())))
+                                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')))
                        AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
                        AND (m.visible_at, m.id) > ('epoch'::timestamptz + :after_visible_at_us * interval '1 microsecond', :after_id)
                      ORDER BY m.visible_at, m.id
@@ -654,7 +654,7 @@ walk_locked AS (
              WHERE m.queue = :queue AND m.priority = p.priority AND m.visible_at <= now()
                AND (:may_take_suspects OR NOT ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
                     OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                                  FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())))
+                                  FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')))
                AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
              ORDER BY m.visible_at, m.id
              LIMIT {batch} + 1000) c
@@ -675,7 +675,7 @@ scanned_head_rows AS MATERIALIZED (
        AND m.visible_at <= now() AND m.priority IN (SELECT priority FROM priorities)
        AND (:may_take_suspects OR NOT ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
             OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())))
+                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')))
        AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
      ORDER BY m.priority, m.visible_at, m.id
 ),
@@ -788,7 +788,7 @@ WITH candidate AS MATERIALIZED (
     SELECT m.id, m.xmin AS seen,
            ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
             OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())
+                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
             OR CASE WHEN m.xmax = '0'::xid OR NOT pgqueue.locker_aborted(m.xmax) THEN false
                     ELSE pgqueue.consumer_aborted(m.xmax) END) AS suspect
       FROM pgqueue.message m
@@ -860,14 +860,14 @@ WITH candidate AS MATERIALIZED (
     SELECT m.id, m.xmin AS seen,
            ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
             OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())
+                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
             OR CASE WHEN m.xmax = '0'::xid OR NOT pgqueue.locker_aborted(m.xmax) THEN false
                     ELSE pgqueue.consumer_aborted(m.xmax) END) AS suspect
       FROM pgqueue.message m
      WHERE m.id = :id AND (m.queue = :queue) IS TRUE AND m.visible_at <= now()
        AND ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
             OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())
+                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
             OR CASE WHEN m.xmax = '0'::xid OR NOT pgqueue.locker_aborted(m.xmax) THEN false
                     ELSE pgqueue.consumer_aborted(m.xmax) END)
 ),

@@ -62,7 +62,7 @@ walked AS MATERIALIZED (
            w.n < {batch} + 1000
            AND ((w.claim_open AND w.claimed_at > pg_postmaster_start_time())
                 OR w.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                              FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())
+                              FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
                 OR CASE WHEN w.xmax = '0'::xid OR NOT pgqueue.locker_aborted(w.xmax) THEN false
                         ELSE pgqueue.consumer_aborted(w.xmax) END) AS suspect
       FROM priorities p
@@ -231,7 +231,7 @@ walked AS MATERIALIZED (
            w.n < {batch} + 1000
            AND ((w.claim_open AND w.claimed_at > pg_postmaster_start_time())
                 OR w.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                              FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())
+                              FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
                 OR CASE WHEN w.xmax = '0'::xid OR NOT pgqueue.locker_aborted(w.xmax) THEN false
                         ELSE pgqueue.consumer_aborted(w.xmax) END) AS suspect
       FROM priorities p
@@ -270,7 +270,7 @@ heads AS MATERIALIZED (
     SELECT h.id, h.priority, h.visible_at, k.key, k.part,
            ((h.claim_open AND h.claimed_at > pg_postmaster_start_time())
             OR h.id IN (SELECT unnest(CASE WHEN o.in_turn THEN o.ids[1:1] ELSE o.ids END)
-                          FROM pgqueue.holding o WHERE o.opened_at > pg_postmaster_start_time())
+                          FROM pgqueue.holding o WHERE o.opened_at > pg_postmaster_start_time() AND o.ids <> '{}')
             OR CASE WHEN h.xmax = '0'::xid OR NOT pgqueue.locker_aborted(h.xmax) THEN false
                     ELSE pgqueue.consumer_aborted(h.xmax) END) AS suspect
       FROM keys k
@@ -390,7 +390,7 @@ walked AS MATERIALIZED (
            w.n < {batch} + 1000
            AND ((w.claim_open AND w.claimed_at > pg_postmaster_start_time())
                 OR w.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                              FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())
+                              FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
                 OR CASE WHEN w.xmax = '0'::xid OR NOT pgqueue.locker_aborted(w.xmax) THEN false
                         ELSE pgqueue.consumer_aborted(w.xmax) END) AS suspect
       FROM priorities p
@@ -516,7 +516,7 @@ walked AS MATERIALIZED (
            w.n < {batch} + 1000
            AND ((w.claim_open AND w.claimed_at > pg_postmaster_start_time())
                 OR w.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                              FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())
+                              FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
                 OR CASE WHEN w.xmax = '0'::xid OR NOT pgqueue.locker_aborted(w.xmax) THEN false
                         ELSE pgqueue.consumer_aborted(w.xmax) END) AS suspect
       FROM priorities p
@@ -547,7 +547,7 @@ scanned_head_rows AS MATERIALIZED (
     SELECT m.id, m.priority, m.visible_at,
            (m.claim_open AND m.claimed_at > pg_postmaster_start_time())
            OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                         FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())
+                         FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
            OR CASE WHEN m.xmax = '0'::xid OR NOT pgqueue.locker_aborted(m.xmax) THEN false
                    ELSE pgqueue.consumer_aborted(m.xmax) END AS suspect
       FROM pgqueue.message m
@@ -657,7 +657,7 @@ walked AS MATERIALIZED (
            w.n < {batch} + 1000
            AND ((w.claim_open AND w.claimed_at > pg_postmaster_start_time())
                 OR w.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                              FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())
+                              FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
                 OR CASE WHEN w.xmax = '0'::xid OR NOT pgqueue.locker_aborted(w.xmax) THEN false
                         ELSE pgqueue.consumer_aborted(w.xmax) END) AS suspect
       FROM priorities p
@@ -689,7 +689,7 @@ scanned_head_rows AS MATERIALIZED (
     SELECT m.id, m.priority, m.visible_at,
            (m.claim_open AND m.claimed_at > pg_postmaster_start_time())
            OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                         FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time())
+                         FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
            OR CASE WHEN m.xmax = '0'::xid OR NOT pgqueue.locker_aborted(m.xmax) THEN false
                    ELSE pgqueue.consumer_aborted(m.xmax) END AS suspect
       FROM pgqueue.message m

@@ -38,7 +38,8 @@ final class ManyQueuesScenario {
 	// of 500 transactional listeners counted the run's own commits (946 a second, idle).
 	private static final long IDLE_SETTLE_MILLIS = 61_000;
 
-	// PollLoop.WATCHED_IDLE_FACTOR poll intervals of a second: each idle pgqueue poller's safeguard poll.
+	// PollLoop.WATCHED_IDLE_FACTOR poll intervals of a second: each idle pgqueue poller's safeguard poll,
+	// on average (each wait is drawn within a fifth of that either way).
 	private static final long IDLE_WINDOW_MILLIS = 60_000;
 
 	/** How many listeners are measured idle as well. */

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
@@ -50,6 +51,13 @@ final class PollLoop implements Runnable {
 	 * for whatever it would find, so its own poll is only a safeguard.
 	 */
 	static final int WATCHED_IDLE_FACTOR = 60;
+
+	/**
+	 * How far a watched poller's safeguard wait strays from {@link #WATCHED_IDLE_FACTOR} poll
+	 * intervals, as a fraction of it either way: listeners that go idle together would otherwise
+	 * poll together for as long as they stay idle, hundreds of claims within a second every period.
+	 */
+	static final double WATCHED_IDLE_JITTER = 0.2;
 
 	private final boolean leader;
 
@@ -295,7 +303,7 @@ final class PollLoop implements Runnable {
 					if (!this.claimAgain && (found == 0 || this.settled && !this.linger.lingers())) {
 						this.handedSuspects = false;
 						Duration interval = this.endpoint.containerProperties().pollInterval();
-						Duration idle = this.watched.getAsBoolean() ? interval.multipliedBy(WATCHED_IDLE_FACTOR)
+						Duration idle = this.watched.getAsBoolean() ? safeguardWait(interval)
 								: this.leader ? interval : interval.multipliedBy(FOLLOWER_IDLE_FACTOR);
 						Duration wait = (this.nextDue != null && this.nextDue.compareTo(idle) < 0) ? this.nextDue : idle;
 						Duration lingering = this.linger.next();
@@ -401,6 +409,17 @@ final class PollLoop implements Runnable {
 	}
 
 	/** Waits, idle, for a notification, a sibling or the timeout; only then one notification may pick it. */
+	/**
+	 * How long an idle poller whose queues are watched waits for work before it polls on its own:
+	 * {@link #WATCHED_IDLE_FACTOR} poll intervals, give or take {@link #WATCHED_IDLE_JITTER} of it,
+	 * drawn anew each time.
+	 */
+	static Duration safeguardWait(Duration pollInterval) {
+		double factor = WATCHED_IDLE_FACTOR
+				* (1 + WATCHED_IDLE_JITTER * (2 * ThreadLocalRandom.current().nextDouble() - 1));
+		return Duration.ofNanos((long) (pollInterval.toNanos() * factor));
+	}
+
 	private void awaitWork(Duration timeout) throws InterruptedException {
 		this.waiting.set(true);
 		try {

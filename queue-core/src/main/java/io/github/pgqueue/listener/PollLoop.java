@@ -408,7 +408,6 @@ final class PollLoop implements Runnable {
 		return found;
 	}
 
-	/** Waits, idle, for a notification, a sibling or the timeout; only then one notification may pick it. */
 	/**
 	 * How long an idle poller whose queues are watched waits for work before it polls on its own:
 	 * {@link #WATCHED_IDLE_FACTOR} poll intervals, give or take {@link #WATCHED_IDLE_JITTER} of it,
@@ -420,6 +419,7 @@ final class PollLoop implements Runnable {
 		return Duration.ofNanos((long) (pollInterval.toNanos() * factor));
 	}
 
+	/** Waits, idle, for a notification, a sibling or the timeout; only then one notification may pick it. */
 	private void awaitWork(Duration timeout) throws InterruptedException {
 		this.waiting.set(true);
 		try {

@@ -39,6 +39,7 @@ record BenchContext(BenchDatabase database, List<QueueSystem> allSystems, BenchO
 			for (String line : this.database.busiestStatements(8)) {
 				System.out.println("# probe " + label + ": " + line);
 			}
+			System.out.println("# probe " + label + ": " + this.database.holdingTable());
 		}
 	}
 

@@ -202,6 +202,18 @@ final class BenchDatabase implements AutoCloseable {
 		return lines;
 	}
 
+	/**
+	 * The consumer sessions' table as the server sees it now: its pages, live and dead rows, and
+	 * its updates so far, of which HOT; one line, for the {@code probe} option.
+	 */
+	String holdingTable() {
+		this.admin.execute("SELECT pg_stat_clear_snapshot()");
+		return this.admin.queryForObject("SELECT format('holding: pages=%s live=%s dead=%s updates=%s hot=%s',"
+				+ " pg_relation_size(relid) / current_setting('block_size')::int, n_live_tup, n_dead_tup,"
+				+ " n_tup_upd, n_tup_hot_upd) FROM pg_stat_user_tables WHERE schemaname = 'pgqueue' AND relname = 'holding'",
+				String.class);
+	}
+
 	/** Transactions committed in this database so far, as the statistics collector last saw them. */
 	long committedTransactions() {
 		this.admin.execute("SELECT pg_stat_clear_snapshot()");

@@ -8,7 +8,12 @@ import java.util.List;
  * figures go and where files are written.
  */
 record BenchContext(BenchDatabase database, List<QueueSystem> allSystems, BenchOptions options, Results results,
-		Path outputDirectory) {
+		Path outputDirectory, ProcessorTime processorTime) {
+
+	BenchContext(BenchDatabase database, List<QueueSystem> allSystems, BenchOptions options, Results results,
+			Path outputDirectory) {
+		this(database, allSystems, options, results, outputDirectory, new ProcessorTime());
+	}
 
 	/** The systems every scenario measures. */
 	List<QueueSystem> systems() {
@@ -26,13 +31,14 @@ record BenchContext(BenchDatabase database, List<QueueSystem> allSystems, BenchO
 	void startProbe() {
 		if (this.options.probe()) {
 			this.database.forgetStatements();
+			this.processorTime.start();
 		}
 	}
 
 	/**
 	 * With the {@code probe} option, prints the statements that took the most of the server's time
-	 * since {@link #startProbe()}, as comment lines that start with {@code # probe} and
-	 * {@code label}.
+	 * since {@link #startProbe()}, the holding table, and the cores this JVM and the server's
+	 * processes used, as comment lines that start with {@code # probe} and {@code label}.
 	 */
 	void endProbe(String label) {
 		if (this.options.probe()) {
@@ -40,6 +46,7 @@ record BenchContext(BenchDatabase database, List<QueueSystem> allSystems, BenchO
 				System.out.println("# probe " + label + ": " + line);
 			}
 			System.out.println("# probe " + label + ": " + this.database.holdingTable());
+			System.out.println("# probe " + label + ": " + this.processorTime);
 		}
 	}
 

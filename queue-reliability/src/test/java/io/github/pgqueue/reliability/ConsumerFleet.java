@@ -80,12 +80,24 @@ final class ConsumerFleet implements AutoCloseable {
 		return this.consumers.stream().filter(ConsumerProcess::isAlive).filter(this::isReady).toList();
 	}
 
-	/** One consumer alive and polling, at random; waits for one if none is (all were just killed). */
 	/**
 	 * A live consumer of this fleet, stopped (SIGSTOP) while it holds claimed messages: one that
 	 * holds none when stopped is resumed and another is tried.
 	 */
 	ConsumerProcess freezeOneHoldingMessages() {
+		return freezeOne(false);
+	}
+
+	/**
+	 * A live consumer of this fleet, stopped (SIGSTOP) in the middle of a handler: one that holds
+	 * claimed messages but runs no handler when stopped (between its claim and its first handler,
+	 * say) is resumed and another is tried, so that a kill that follows ends a handler.
+	 */
+	ConsumerProcess freezeOneInAHandler() {
+		return freezeOne(true);
+	}
+
+	private ConsumerProcess freezeOne(boolean inAHandler) {
 		AtomicReference<ConsumerProcess> frozen = new AtomicReference<>();
 		await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(10)).until(() -> {
 			ConsumerProcess candidate = anyReady();
@@ -94,7 +106,8 @@ final class ConsumerFleet implements AutoCloseable {
 			}
 			candidate.pause();
 			this.database.awaitIdle(candidate.name());
-			if (this.database.claimsOf(candidate.name()) == 0) {
+			if (this.database.claimsOf(candidate.name()) == 0 || (inAHandler && this.database.count(
+					"SELECT count(*) FROM chaos.delivery WHERE consumer = ? AND ended_at IS NULL", candidate.name()) == 0)) {
 				candidate.resume();
 				return false;
 			}
@@ -104,6 +117,7 @@ final class ConsumerFleet implements AutoCloseable {
 		return frozen.get();
 	}
 
+	/** One consumer alive and polling, at random; waits for one if none is (all were just killed). */
 	ConsumerProcess anyReady() {
 		List<ConsumerProcess> ready = await().atMost(STARTUP).pollInterval(Duration.ofMillis(100))
 			.until(this::ready, (list) -> !list.isEmpty());

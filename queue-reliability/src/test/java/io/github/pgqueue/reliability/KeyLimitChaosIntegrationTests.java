@@ -66,7 +66,7 @@ class KeyLimitChaosIntegrationTests {
 			long started = System.nanoTime();
 			for (int i = 0; i < kills; i++) {
 				ChaosDatabase.pause(WINDOW.dividedBy(kills + 1));
-				ConsumerProcess victim = sessions.freezeOneHoldingMessages();
+				ConsumerProcess victim = sessions.freezeOneInAHandler();
 				this.database.faultSessions(victim.name(), "kill-9", false);
 				// Frozen until the kill: its handlers count as running until now, and its slots are
 				// held until after now (until its sessions end), so no other handler took them before.

@@ -194,6 +194,11 @@ final class ChaosDatabase implements AutoCloseable {
 		return 0;
 	}
 
+	/** How many handlers of consumer {@code name} have started and not ended, as its deliveries say. */
+	long handlersRunningIn(String name) {
+		return count("SELECT count(*) FROM chaos.delivery WHERE consumer = ? AND ended_at IS NULL", name);
+	}
+
 	/** How many messages the sessions of {@code applicationName} hold claimed right now. */
 	long claimsOf(String applicationName) {
 		return count("SELECT count(*) FROM chaos.held_by(chaos.backends_of(?))", applicationName);
@@ -298,6 +303,17 @@ final class ChaosDatabase implements AutoCloseable {
 		}
 		catch (IOException ex) {
 			throw new UncheckedIOException("Cannot read the postmaster's pid in " + dataDirectory, ex);
+		}
+	}
+
+	/**
+	 * Sleeps until {@code window} has passed since {@code startedNanos} ({@link System#nanoTime()}),
+	 * or not at all when it has already: faults can outlast a scenario's window on a loaded machine.
+	 */
+	static void pauseUntilEnd(Duration window, long startedNanos) {
+		Duration left = window.minusNanos(System.nanoTime() - startedNanos);
+		if (!left.isNegative()) {
+			pause(left);
 		}
 	}
 

@@ -106,8 +106,8 @@ final class ConsumerFleet implements AutoCloseable {
 			}
 			candidate.pause();
 			this.database.awaitIdle(candidate.name());
-			if (this.database.claimsOf(candidate.name()) == 0 || (inAHandler && this.database.count(
-					"SELECT count(*) FROM chaos.delivery WHERE consumer = ? AND ended_at IS NULL", candidate.name()) == 0)) {
+			if (this.database.claimsOf(candidate.name()) == 0
+					|| (inAHandler && this.database.handlersRunningIn(candidate.name()) == 0)) {
 				candidate.resume();
 				return false;
 			}

@@ -75,12 +75,7 @@ class KeyLimitChaosIntegrationTests {
 				victim.kill();
 				sessions.keepAlive(1);
 			}
-			// The kills can outlast the window on a loaded machine (a consumer may take a while to hold
-			// messages to freeze): the sends then stop at once.
-			Duration left = WINDOW.minusNanos(System.nanoTime() - started);
-			if (!left.isNegative()) {
-				ChaosDatabase.pause(left);
-			}
+			ChaosDatabase.pauseUntilEnd(WINDOW, started); // or stops the sends at once if the kills outlasted it
 			producer.stopSending();
 			unkeyed += unkeyed(queue);
 			// Drained by the consumers still running, with the killed sessions' slots given back.

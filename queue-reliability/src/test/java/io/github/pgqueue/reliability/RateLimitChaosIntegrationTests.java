@@ -90,10 +90,7 @@ class RateLimitChaosIntegrationTests {
 			}
 			// The kills can outlast the window on a loaded machine (a consumer may take a while to hold
 			// messages to freeze): the rate is measured over the time that passed, whatever it was.
-			Duration left = WINDOW.minusNanos(System.nanoTime() - started);
-			if (!left.isNegative()) {
-				ChaosDatabase.pause(left);
-			}
+			ChaosDatabase.pauseUntilEnd(WINDOW, started);
 			Timestamp to = now();
 			double seconds = (to.getTime() - from.getTime()) / 1000.0;
 			for (int key = 0; key < keys; key++) {

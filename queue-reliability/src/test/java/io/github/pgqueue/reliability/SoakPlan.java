@@ -4,7 +4,7 @@ import java.time.Duration;
 
 /**
  * How long a soak runs and how often it faults and samples. The short soak, part of
- * {@code ./mvnw verify} and of the full chaos run, runs a minute of load with a fault every 14 s
+ * the full chaos run ({@code -Dchaos.full=true}), runs a minute of load with a fault every 14 s
  * and a sample every 10 s; the long one ({@code -Dsoak.minutes=N}, 60 for the hour) runs
  * {@code N} minutes with a fault every 2 minutes and a sample every minute.
  * @param load how long the producers send

@@ -23,6 +23,7 @@ import org.springframework.jdbc.core.JdbcTemplate;
 
 import static io.github.pgqueue.internal.StatementConnections.execute;
 import static io.github.pgqueue.internal.StatementConnections.holding;
+import static io.github.pgqueue.internal.StatementConnections.holdingRowsRead;
 import static io.github.pgqueue.internal.StatementConnections.lockable;
 import static io.github.pgqueue.internal.StatementConnections.lockedIds;
 import static io.github.pgqueue.internal.StatementConnections.message;
@@ -104,10 +105,11 @@ class SessionStatementsIntegrationTests {
 		assertThat(rows.get(0)).containsExactly(entry("session", key), entry("pid", pid(connection)));
 		assertThat(this.jdbc.queryForList("SELECT session FROM pgqueue.holding ORDER BY session", Long.class))
 			.containsExactly(deadWithMessage, live.key(), key);
-		assertThat(this.jdbc.queryForMap("SELECT pid, ids::text AS ids, in_turn, login = session_user AS own, "
+		assertThat(this.jdbc.queryForMap("SELECT pid, ids::text AS ids, in_turn, queue, login = session_user AS own, "
 				+ "opened_at > pg_postmaster_start_time() AS current FROM pgqueue.holding WHERE session = ?", key))
+			.as("no queue yet, and not a row of an earlier version (null)")
 			.containsExactly(entry("pid", pid(connection)), entry("ids", "{}"), entry("in_turn", false),
-					entry("own", true), entry("current", true));
+					entry("queue", ""), entry("own", true), entry("current", true));
 	}
 
 	/**
@@ -116,18 +118,23 @@ class SessionStatementsIntegrationTests {
 	 * messages were handed out in turn; rows listing none of the claimed ids, or nothing, give none.
 	 */
 	@Test
-	void listedByTheDeadReturnsTheClaimedIdsEachRowCounts() {
-		this.jdbc.update("INSERT INTO pgqueue.holding (pid, ids) VALUES (0, '{1,2,3}'), (0, '{}'), (0, '{8,9}')");
-		this.jdbc.update("INSERT INTO pgqueue.holding (pid, ids, in_turn) VALUES (0, '{4,5}', true)");
-		this.jdbc.update("INSERT INTO pgqueue.holding (pid, ids, opened_at) VALUES (0, '{6}', '2000-01-01')");
+	void listedByTheDeadReturnsTheClaimedIdsEachRowOfTheQueueCounts() {
+		this.jdbc.update("INSERT INTO pgqueue.holding (pid, queue, ids) VALUES (0, 'q', '{1,2,3}'), (0, 'q', '{}'), (0, 'q', '{8,9}')");
+		this.jdbc.update("INSERT INTO pgqueue.holding (pid, queue, ids, in_turn) VALUES (0, 'q', '{4,5}', true)");
+		this.jdbc.update("INSERT INTO pgqueue.holding (pid, queue, ids, opened_at) VALUES (0, 'q', '{6}', '2000-01-01')");
+		this.jdbc.update("INSERT INTO pgqueue.holding (pid, queue, ids) VALUES (0, 'other', '{7}')");
+		this.jdbc.update("INSERT INTO pgqueue.holding (pid, ids) VALUES (0, '{10}')");
 
-		assertThat(listedByTheDead("{1,3,4,5,6,7}")).containsExactlyInAnyOrder(1L, 3L, 4L);
-		assertThat(listedByTheDead("{5,7}")).isEmpty();
-		assertThat(listedByTheDead("{}")).isEmpty();
+		assertThat(listedByTheDead("q", "{1,3,4,5,6,7,10}")).as("of q's rows and the row without a queue")
+			.containsExactlyInAnyOrder(1L, 3L, 4L, 10L);
+		assertThat(listedByTheDead("other", "{1,7}")).containsExactly(7L);
+		assertThat(listedByTheDead("q", "{5,7}")).isEmpty();
+		assertThat(listedByTheDead("q", "{}")).isEmpty();
 	}
 
-	private List<Long> listedByTheDead(String claimed) {
-		return this.jdbc.queryForList("SELECT unnest(pgqueue.listed_by_the_dead(?::bigint[]))", Long.class, claimed);
+	private List<Long> listedByTheDead(String queue, String claimed) {
+		return this.jdbc.queryForList("SELECT unnest(pgqueue.listed_by_the_dead(?, ?::bigint[]))", Long.class, queue,
+				claimed);
 	}
 
 	@Test
@@ -424,6 +431,8 @@ class SessionStatementsIntegrationTests {
 			.isEqualTo(versions);
 		assertThat(lockedIds(session.pid(), this.namespace)).containsExactly(first, urgent, own, large);
 		assertThat(holding(session.key())).as("in the order handed out").containsExactly(urgent, first, own, large);
+		assertThat(this.jdbc.queryForObject("SELECT queue FROM pgqueue.holding WHERE session = ?", String.class,
+				session.key())).as("with their queue").isEqualTo("walk");
 		assertThat(List.of(later, delayed)).allSatisfy((id) -> assertThat(lockable(this.namespace, id)).isTrue());
 	}
 
@@ -484,6 +493,45 @@ class SessionStatementsIntegrationTests {
 		assertThat(this.jdbc.queryForObject("SELECT in_turn FROM pgqueue.holding WHERE session = ?", Boolean.class,
 				session.key())).isTrue();
 		assertThat(holding(deadRow)).as("taken out of the dead session's row").isEmpty();
+	}
+
+	@Test
+	void claimWalkCountsWhatDeadSessionsListedOfItsQueueOrWithoutAQueue() throws SQLException {
+		long ofItsQueue = send("listed", 1);
+		long withoutAQueue = send("listed", 2);
+		long ofAnotherQueue = send("listed", 3);
+		this.jdbc.update("INSERT INTO pgqueue.holding (pid, queue, ids) VALUES (0, 'listed', ARRAY[?]::bigint[])",
+				ofItsQueue);
+		// Of a session of an earlier version, which did not write the queue.
+		this.jdbc.update("INSERT INTO pgqueue.holding (pid, ids) VALUES (0, ARRAY[?]::bigint[])", withoutAQueue);
+		// A dead session's claim on another queue listed it; it was moved here since.
+		this.jdbc.update("INSERT INTO pgqueue.holding (pid, queue, ids) VALUES (0, 'before-the-move', ARRAY[?]::bigint[])",
+				ofAnotherQueue);
+		Session session = newSession();
+
+		List<Map<String, Object>> rows = claim(this.sql.claimWalk, session, "listed", 10, true, null, null,
+				this.payloadLimit);
+
+		assertThat(rows).extracting("id", "kind", "in_turn", "attempt").containsExactly(
+				tuple(ofItsQueue, "claimed", true, 2), tuple(withoutAQueue, "claimed", true, 2),
+				tuple(ofAnotherQueue, "left", null, null));
+	}
+
+	@Test
+	void claimWalkReadsTheHoldingRowsOfItsQueueOnly() throws SQLException {
+		long mine = send("own-rows", 1);
+		this.jdbc.update("INSERT INTO pgqueue.holding (pid, queue, ids) "
+				+ "SELECT 0, 'elsewhere-' || i, ARRAY[i]::bigint[] FROM generate_series(1, 200) AS i");
+		Session session = newSession();
+		session.connection().setAutoCommit(false); // the counts are reported between transactions
+		long before = holdingRowsRead(session.connection());
+
+		List<Map<String, Object>> rows = claim(this.sql.claimWalk, session, "own-rows", 10, false, null, null,
+				this.payloadLimit);
+
+		assertThat(rows).extracting("id").contains(mine);
+		assertThat(holdingRowsRead(session.connection()) - before).as("not the 200 rows of sessions on other queues")
+			.isLessThan(10);
 	}
 
 	@Test
@@ -1035,12 +1083,13 @@ class SessionStatementsIntegrationTests {
 	/**
 	 * What a consumer that died leaves: {@code open}, with one attempt counted and its claim open
 	 * (claimed alone as a suspect, not completed), and {@code listed}, listed by the holding row of
-	 * a dead session (pid 0 is no backend's).
+	 * a dead session (pid 0 is no backend's) that claimed it from its queue.
 	 */
 	private void makeSuspects(long open, long listed) {
 		this.jdbc.update("UPDATE pgqueue.message SET attempts = 1, claim_open = true, claimed_at = now() WHERE id = ?",
 				open);
-		this.jdbc.update("INSERT INTO pgqueue.holding (pid, ids) VALUES (0, ARRAY[?]::bigint[])", listed);
+		this.jdbc.update("INSERT INTO pgqueue.holding (pid, queue, ids) "
+				+ "SELECT 0, queue, ARRAY[id] FROM pgqueue.message WHERE id = ?", listed);
 	}
 
 	/** The row version (xmin) of each message of {@code queue}: a row written since has another. */

@@ -84,6 +84,17 @@ final class StatementConnections implements AutoCloseable {
 		}
 	}
 
+	/**
+	 * How many rows of the holding table statements on {@code connection} have read, by any scan:
+	 * the counts its backend has not reported yet, so compare two readings of one connection.
+	 */
+	static long holdingRowsRead(Connection connection) throws SQLException {
+		return ((Number) query(connection, "SELECT seq_tup_read + COALESCE(idx_tup_fetch, 0) AS n "
+				+ "FROM pg_stat_xact_user_tables WHERE schemaname = 'pgqueue' AND relname = 'holding'")
+			.get(0)
+			.get("n")).longValue();
+	}
+
 	/** The rows of {@code sql} on {@code connection}, by column name. */
 	static List<Map<String, Object>> query(Connection connection, String sql) throws SQLException {
 		try (Statement statement = connection.createStatement(); ResultSet rs = statement.executeQuery(sql)) {

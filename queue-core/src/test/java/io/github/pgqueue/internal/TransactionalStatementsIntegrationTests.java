@@ -21,6 +21,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 import static io.github.pgqueue.internal.StatementConnections.execute;
+import static io.github.pgqueue.internal.StatementConnections.holdingRowsRead;
 import static io.github.pgqueue.internal.StatementConnections.lockable;
 import static io.github.pgqueue.internal.StatementConnections.lockedIds;
 import static io.github.pgqueue.internal.StatementConnections.message;
@@ -237,6 +238,22 @@ class TransactionalStatementsIntegrationTests {
 		assertThat(versions("walk")).as("nothing written at claim").isEqualTo(versions);
 		assertThat(lockedIds(pid, this.namespace)).as("the locks end with the transaction").isEmpty();
 		assertThat(rowLocked(first)).isFalse();
+	}
+
+	@Test
+	void claimWalkReadsTheHoldingRowsOfItsQueueOnly() throws SQLException {
+		long mine = send("own-rows", 1);
+		this.jdbc.update("INSERT INTO pgqueue.holding (pid, queue, ids) "
+				+ "SELECT 0, 'elsewhere-' || i, ARRAY[i]::bigint[] FROM generate_series(1, 200) AS i");
+		Connection transaction = newTransaction();
+		long before = holdingRowsRead(transaction);
+
+		List<Map<String, Object>> rows = claim(this.sql.transactionalClaimWalk, transaction, "own-rows", 10, null, null,
+				this.payloadLimit);
+
+		assertThat(rows).extracting("id").contains(mine);
+		assertThat(holdingRowsRead(transaction) - before).as("not the 200 rows of sessions on other queues")
+			.isLessThan(10);
 	}
 
 	@Test

@@ -23,7 +23,7 @@ SELECT lock_namespace FROM pgqueue.setting;
 -- name: open_session
 -- A consumer session's holding row, with its key and backend pid. First forgets the rows nobody
 -- needs any more, whatever role wrote them (forget_ended_sessions, V19).
-INSERT INTO pgqueue.holding (pid) SELECT pg_backend_pid() FROM pgqueue.forget_ended_sessions()
+INSERT INTO pgqueue.holding (pid, queue) SELECT pg_backend_pid(), '' FROM pgqueue.forget_ended_sessions()
 RETURNING session, pid;
 
 -- name: close_session
@@ -111,7 +111,8 @@ locked AS (
                      WHERE m.queue = :queue AND m.priority = p.priority AND m.visible_at <= now()
                        AND (:may_take_suspects OR NOT ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
                             OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')))
+                                          FROM pgqueue.holding h WHERE (h.queue = :queue OR h.queue IS NULL)
+                                                                   AND h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')))
                        AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
                      ORDER BY m.visible_at, m.id
                      LIMIT 10 * ({batch} + 1000)) m
@@ -125,7 +126,7 @@ locked AS (
      LIMIT {batch}
 ),
 listed_by_dead AS MATERIALIZED (
-    SELECT pgqueue.listed_by_the_dead(ARRAY(SELECT id FROM locked)) AS ids WHERE EXISTS (SELECT 1 FROM locked)
+    SELECT pgqueue.listed_by_the_dead(:queue, ARRAY(SELECT id FROM locked)) AS ids WHERE EXISTS (SELECT 1 FROM locked)
 ),
 suspicion AS (
     SELECT l.id, l.seen, l.suspect, COALESCE(l.id = ANY ((SELECT ids FROM listed_by_dead)::bigint[]), false) AS listed
@@ -167,6 +168,7 @@ taken_from_the_dead AS MATERIALIZED (
 holding_updated AS (
     UPDATE pgqueue.holding h
        SET ids = ARRAY(SELECT id FROM claimed ORDER BY priority, visible_at, id),
+           queue = :queue,
            in_turn = EXISTS (SELECT 1 FROM claimed WHERE suspect)
      WHERE h.session = :session AND (cardinality(h.ids) > 0 OR EXISTS (SELECT 1 FROM claimed))
 )
@@ -328,7 +330,8 @@ walked AS MATERIALIZED (
                      WHERE m.queue = :queue AND m.priority = p.priority AND m.visible_at <= now()
                        AND (:may_take_suspects OR NOT ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
                             OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')))
+                                          FROM pgqueue.holding h WHERE (h.queue = :queue OR h.queue IS NULL)
+                                                                   AND h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')))
                        AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
                        AND (m.visible_at, m.id) > (w.visible_at, w.id)
                      ORDER BY m.visible_at, m.id
@@ -363,7 +366,8 @@ heads AS MATERIALIZED (
                    > (k.key, COALESCE(c.priority, -2147483648), c.visible_at, c.id) -- the concurrency index's columns
                AND (:may_take_suspects OR NOT ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
                     OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                                  FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')))
+                                  FROM pgqueue.holding h WHERE (h.queue = :queue OR h.queue IS NULL)
+                                                           AND h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')))
                AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
                AND (m.group_key IS NULL
                     OR (SELECT o.id FROM pgqueue.message o
@@ -396,7 +400,7 @@ grants_left AS MATERIALIZED (
       FROM (SELECT NULLIF(current_setting('pgqueue_claim.grants', true), '')::jsonb AS state) g
 ),
 listed_by_dead AS MATERIALIZED (
-    SELECT pgqueue.listed_by_the_dead(ARRAY(SELECT id FROM locked)) AS ids WHERE EXISTS (SELECT 1 FROM locked)
+    SELECT pgqueue.listed_by_the_dead(:queue, ARRAY(SELECT id FROM locked)) AS ids WHERE EXISTS (SELECT 1 FROM locked)
 ),
 suspicion AS (
     SELECT l.id, l.seen, l.suspect, COALESCE(l.id = ANY ((SELECT ids FROM listed_by_dead)::bigint[]), false) AS listed
@@ -438,6 +442,7 @@ taken_from_the_dead AS MATERIALIZED (
 holding_updated AS (
     UPDATE pgqueue.holding h
        SET ids = ARRAY(SELECT id FROM claimed ORDER BY priority, visible_at, id),
+           queue = :queue,
            in_turn = EXISTS (SELECT 1 FROM claimed WHERE suspect)
      WHERE h.session = :session AND (cardinality(h.ids) > 0 OR EXISTS (SELECT 1 FROM claimed))
 )
@@ -507,7 +512,8 @@ locked AS (
                      WHERE m.queue = :queue AND m.priority = p.priority AND m.visible_at <= now()
                        AND (:may_take_suspects OR NOT ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
                             OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')))
+                                          FROM pgqueue.holding h WHERE (h.queue = :queue OR h.queue IS NULL)
+                                                                   AND h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')))
                        AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
                        AND (m.visible_at, m.id) > ('epoch'::timestamptz + :after_visible_at_us * interval '1 microsecond', :after_id)
                      ORDER BY m.visible_at, m.id
@@ -522,7 +528,7 @@ locked AS (
      LIMIT {batch}
 ),
 listed_by_dead AS MATERIALIZED (
-    SELECT pgqueue.listed_by_the_dead(ARRAY(SELECT id FROM locked)) AS ids WHERE EXISTS (SELECT 1 FROM locked)
+    SELECT pgqueue.listed_by_the_dead(:queue, ARRAY(SELECT id FROM locked)) AS ids WHERE EXISTS (SELECT 1 FROM locked)
 ),
 suspicion AS (
     SELECT l.id, l.seen, l.suspect, COALESCE(l.id = ANY ((SELECT ids FROM listed_by_dead)::bigint[]), false) AS listed
@@ -564,6 +570,7 @@ taken_from_the_dead AS MATERIALIZED (
 holding_updated AS (
     UPDATE pgqueue.holding h
        SET ids = ARRAY(SELECT id FROM claimed ORDER BY priority, visible_at, id),
+           queue = :queue,
            in_turn = EXISTS (SELECT 1 FROM claimed WHERE suspect)
      WHERE h.session = :session AND (cardinality(h.ids) > 0 OR EXISTS (SELECT 1 FROM claimed))
 )
@@ -654,7 +661,8 @@ walk_locked AS (
              WHERE m.queue = :queue AND m.priority = p.priority AND m.visible_at <= now()
                AND (:may_take_suspects OR NOT ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
                     OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                                  FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')))
+                                  FROM pgqueue.holding h WHERE (h.queue = :queue OR h.queue IS NULL)
+                                                           AND h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')))
                AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
              ORDER BY m.visible_at, m.id
              LIMIT {batch} + 1000) c
@@ -675,7 +683,8 @@ scanned_head_rows AS MATERIALIZED (
        AND m.visible_at <= now() AND m.priority IN (SELECT priority FROM priorities)
        AND (:may_take_suspects OR NOT ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
             OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')))
+                          FROM pgqueue.holding h WHERE (h.queue = :queue OR h.queue IS NULL)
+                                                   AND h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')))
        AND m.headers @> ANY (:filter::jsonb[]) AND m.headers <> '{}'::jsonb -- if filtered
      ORDER BY m.priority, m.visible_at, m.id
 ),
@@ -690,7 +699,7 @@ locked AS (
     SELECT id, suspect, seen, priority, visible_at FROM head_locked
 ),
 listed_by_dead AS MATERIALIZED (
-    SELECT pgqueue.listed_by_the_dead(ARRAY(SELECT id FROM locked)) AS ids WHERE EXISTS (SELECT 1 FROM locked)
+    SELECT pgqueue.listed_by_the_dead(:queue, ARRAY(SELECT id FROM locked)) AS ids WHERE EXISTS (SELECT 1 FROM locked)
 ),
 suspicion AS (
     SELECT l.id, l.seen, l.suspect, COALESCE(l.id = ANY ((SELECT ids FROM listed_by_dead)::bigint[]), false) AS listed
@@ -732,6 +741,7 @@ taken_from_the_dead AS MATERIALIZED (
 holding_updated AS (
     UPDATE pgqueue.holding h
        SET ids = ARRAY(SELECT id FROM claimed ORDER BY priority, visible_at, id),
+           queue = :queue,
            in_turn = EXISTS (SELECT 1 FROM claimed WHERE suspect)
      WHERE h.session = :session AND (cardinality(h.ids) > 0 OR EXISTS (SELECT 1 FROM claimed))
 )
@@ -788,7 +798,8 @@ WITH candidate AS MATERIALIZED (
     SELECT m.id, m.xmin AS seen,
            ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
             OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
+                          FROM pgqueue.holding h WHERE (h.queue = :queue OR h.queue IS NULL)
+                                                   AND h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
             OR CASE WHEN m.xmax = '0'::xid OR NOT pgqueue.locker_aborted(m.xmax) THEN false
                     ELSE pgqueue.consumer_aborted(m.xmax) END) AS suspect
       FROM pgqueue.message m
@@ -804,7 +815,7 @@ locked AS (
     SELECT id, suspect, seen FROM candidate WHERE pg_try_advisory_lock(:namespace, id::bit(32)::int4)
 ),
 listed_by_dead AS MATERIALIZED (
-    SELECT pgqueue.listed_by_the_dead(ARRAY(SELECT id FROM locked)) AS ids WHERE EXISTS (SELECT 1 FROM locked)
+    SELECT pgqueue.listed_by_the_dead(:queue, ARRAY(SELECT id FROM locked)) AS ids WHERE EXISTS (SELECT 1 FROM locked)
 ),
 claimed AS (
     UPDATE pgqueue.message m
@@ -828,6 +839,7 @@ taken_from_the_dead AS MATERIALIZED (
 holding_updated AS (
     UPDATE pgqueue.holding h
        SET ids = ARRAY(SELECT id FROM claimed WHERE NOT suspect ORDER BY priority, visible_at, id),
+           queue = :queue,
            in_turn = false
      WHERE h.session = :session AND (cardinality(h.ids) > 0 OR EXISTS (SELECT 1 FROM claimed WHERE NOT suspect))
 )
@@ -860,14 +872,16 @@ WITH candidate AS MATERIALIZED (
     SELECT m.id, m.xmin AS seen,
            ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
             OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
+                          FROM pgqueue.holding h WHERE (h.queue = :queue OR h.queue IS NULL)
+                                                   AND h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
             OR CASE WHEN m.xmax = '0'::xid OR NOT pgqueue.locker_aborted(m.xmax) THEN false
                     ELSE pgqueue.consumer_aborted(m.xmax) END) AS suspect
       FROM pgqueue.message m
      WHERE m.id = :id AND (m.queue = :queue) IS TRUE AND m.visible_at <= now()
        AND ((m.claim_open AND m.claimed_at > pg_postmaster_start_time())
             OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                          FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
+                          FROM pgqueue.holding h WHERE (h.queue = :queue OR h.queue IS NULL)
+                                                   AND h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
             OR CASE WHEN m.xmax = '0'::xid OR NOT pgqueue.locker_aborted(m.xmax) THEN false
                     ELSE pgqueue.consumer_aborted(m.xmax) END)
 ),
@@ -875,7 +889,7 @@ locked AS (
     SELECT id, suspect, seen FROM candidate WHERE pg_try_advisory_lock(:namespace, id::bit(32)::int4)
 ),
 listed_by_dead AS MATERIALIZED (
-    SELECT pgqueue.listed_by_the_dead(ARRAY(SELECT id FROM locked)) AS ids WHERE EXISTS (SELECT 1 FROM locked)
+    SELECT pgqueue.listed_by_the_dead(:queue, ARRAY(SELECT id FROM locked)) AS ids WHERE EXISTS (SELECT 1 FROM locked)
 ),
 claimed AS (
     UPDATE pgqueue.message m
@@ -899,6 +913,7 @@ taken_from_the_dead AS MATERIALIZED (
 holding_updated AS (
     UPDATE pgqueue.holding h
        SET ids = ARRAY(SELECT id FROM claimed WHERE NOT suspect ORDER BY priority, visible_at, id),
+           queue = :queue,
            in_turn = false
      WHERE h.session = :session AND (cardinality(h.ids) > 0 OR EXISTS (SELECT 1 FROM claimed WHERE NOT suspect))
 )

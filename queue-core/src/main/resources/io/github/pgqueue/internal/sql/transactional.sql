@@ -62,7 +62,8 @@ walked AS MATERIALIZED (
            w.n < {batch} + 1000
            AND ((w.claim_open AND w.claimed_at > pg_postmaster_start_time())
                 OR w.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                              FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
+                              FROM pgqueue.holding h WHERE (h.queue = :queue OR h.queue IS NULL)
+                                                       AND h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
                 OR CASE WHEN w.xmax = '0'::xid OR NOT pgqueue.locker_aborted(w.xmax) THEN false
                         ELSE pgqueue.consumer_aborted(w.xmax) END) AS suspect
       FROM priorities p
@@ -92,7 +93,7 @@ taken AS (
     SELECT id, suspect FROM walked WHERE taken
 ),
 listed_by_dead AS MATERIALIZED (
-    SELECT pgqueue.listed_by_the_dead(ARRAY(SELECT id FROM taken)) AS ids WHERE EXISTS (SELECT 1 FROM taken)
+    SELECT pgqueue.listed_by_the_dead(:queue, ARRAY(SELECT id FROM taken)) AS ids WHERE EXISTS (SELECT 1 FROM taken)
 ),
 suspicion AS (
     SELECT t.id, t.suspect OR COALESCE(t.id = ANY ((SELECT ids FROM listed_by_dead)::bigint[]), false) AS suspect
@@ -231,7 +232,8 @@ walked AS MATERIALIZED (
            w.n < {batch} + 1000
            AND ((w.claim_open AND w.claimed_at > pg_postmaster_start_time())
                 OR w.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                              FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
+                              FROM pgqueue.holding h WHERE (h.queue = :queue OR h.queue IS NULL)
+                                                       AND h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
                 OR CASE WHEN w.xmax = '0'::xid OR NOT pgqueue.locker_aborted(w.xmax) THEN false
                         ELSE pgqueue.consumer_aborted(w.xmax) END) AS suspect
       FROM priorities p
@@ -270,7 +272,8 @@ heads AS MATERIALIZED (
     SELECT h.id, h.priority, h.visible_at, k.key, k.part,
            ((h.claim_open AND h.claimed_at > pg_postmaster_start_time())
             OR h.id IN (SELECT unnest(CASE WHEN o.in_turn THEN o.ids[1:1] ELSE o.ids END)
-                          FROM pgqueue.holding o WHERE o.opened_at > pg_postmaster_start_time() AND o.ids <> '{}')
+                          FROM pgqueue.holding o WHERE (o.queue = :queue OR o.queue IS NULL)
+                                                   AND o.opened_at > pg_postmaster_start_time() AND o.ids <> '{}')
             OR CASE WHEN h.xmax = '0'::xid OR NOT pgqueue.locker_aborted(h.xmax) THEN false
                     ELSE pgqueue.consumer_aborted(h.xmax) END) AS suspect
       FROM keys k
@@ -314,7 +317,7 @@ grants_left AS MATERIALIZED (
       FROM (SELECT NULLIF(current_setting('pgqueue_claim.grants', true), '')::jsonb AS state) g
 ),
 listed_by_dead AS MATERIALIZED (
-    SELECT pgqueue.listed_by_the_dead(ARRAY(SELECT id FROM taken)) AS ids WHERE EXISTS (SELECT 1 FROM taken)
+    SELECT pgqueue.listed_by_the_dead(:queue, ARRAY(SELECT id FROM taken)) AS ids WHERE EXISTS (SELECT 1 FROM taken)
 ),
 suspicion AS (
     SELECT t.id, t.suspect OR COALESCE(t.id = ANY ((SELECT ids FROM listed_by_dead)::bigint[]), false) AS suspect
@@ -390,7 +393,8 @@ walked AS MATERIALIZED (
            w.n < {batch} + 1000
            AND ((w.claim_open AND w.claimed_at > pg_postmaster_start_time())
                 OR w.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                              FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
+                              FROM pgqueue.holding h WHERE (h.queue = :queue OR h.queue IS NULL)
+                                                       AND h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
                 OR CASE WHEN w.xmax = '0'::xid OR NOT pgqueue.locker_aborted(w.xmax) THEN false
                         ELSE pgqueue.consumer_aborted(w.xmax) END) AS suspect
       FROM priorities p
@@ -421,7 +425,7 @@ taken AS (
     SELECT id, suspect FROM walked WHERE taken
 ),
 listed_by_dead AS MATERIALIZED (
-    SELECT pgqueue.listed_by_the_dead(ARRAY(SELECT id FROM taken)) AS ids WHERE EXISTS (SELECT 1 FROM taken)
+    SELECT pgqueue.listed_by_the_dead(:queue, ARRAY(SELECT id FROM taken)) AS ids WHERE EXISTS (SELECT 1 FROM taken)
 ),
 suspicion AS (
     SELECT t.id, t.suspect OR COALESCE(t.id = ANY ((SELECT ids FROM listed_by_dead)::bigint[]), false) AS suspect
@@ -516,7 +520,8 @@ walked AS MATERIALIZED (
            w.n < {batch} + 1000
            AND ((w.claim_open AND w.claimed_at > pg_postmaster_start_time())
                 OR w.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                              FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
+                              FROM pgqueue.holding h WHERE (h.queue = :queue OR h.queue IS NULL)
+                                                       AND h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
                 OR CASE WHEN w.xmax = '0'::xid OR NOT pgqueue.locker_aborted(w.xmax) THEN false
                         ELSE pgqueue.consumer_aborted(w.xmax) END) AS suspect
       FROM priorities p
@@ -547,7 +552,8 @@ scanned_head_rows AS MATERIALIZED (
     SELECT m.id, m.priority, m.visible_at,
            (m.claim_open AND m.claimed_at > pg_postmaster_start_time())
            OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                         FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
+                         FROM pgqueue.holding h WHERE (h.queue = :queue OR h.queue IS NULL)
+                                                  AND h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
            OR CASE WHEN m.xmax = '0'::xid OR NOT pgqueue.locker_aborted(m.xmax) THEN false
                    ELSE pgqueue.consumer_aborted(m.xmax) END AS suspect
       FROM pgqueue.message m
@@ -572,7 +578,7 @@ taken AS (
     SELECT id, suspect FROM taken_heads
 ),
 listed_by_dead AS MATERIALIZED (
-    SELECT pgqueue.listed_by_the_dead(ARRAY(SELECT id FROM taken)) AS ids WHERE EXISTS (SELECT 1 FROM taken)
+    SELECT pgqueue.listed_by_the_dead(:queue, ARRAY(SELECT id FROM taken)) AS ids WHERE EXISTS (SELECT 1 FROM taken)
 ),
 suspicion AS (
     SELECT t.id, t.suspect OR COALESCE(t.id = ANY ((SELECT ids FROM listed_by_dead)::bigint[]), false) AS suspect
@@ -657,7 +663,8 @@ walked AS MATERIALIZED (
            w.n < {batch} + 1000
            AND ((w.claim_open AND w.claimed_at > pg_postmaster_start_time())
                 OR w.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                              FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
+                              FROM pgqueue.holding h WHERE (h.queue = :queue OR h.queue IS NULL)
+                                                       AND h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
                 OR CASE WHEN w.xmax = '0'::xid OR NOT pgqueue.locker_aborted(w.xmax) THEN false
                         ELSE pgqueue.consumer_aborted(w.xmax) END) AS suspect
       FROM priorities p
@@ -689,7 +696,8 @@ scanned_head_rows AS MATERIALIZED (
     SELECT m.id, m.priority, m.visible_at,
            (m.claim_open AND m.claimed_at > pg_postmaster_start_time())
            OR m.id IN (SELECT unnest(CASE WHEN h.in_turn THEN h.ids[1:1] ELSE h.ids END)
-                         FROM pgqueue.holding h WHERE h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
+                         FROM pgqueue.holding h WHERE (h.queue = :queue OR h.queue IS NULL)
+                                                  AND h.opened_at > pg_postmaster_start_time() AND h.ids <> '{}')
            OR CASE WHEN m.xmax = '0'::xid OR NOT pgqueue.locker_aborted(m.xmax) THEN false
                    ELSE pgqueue.consumer_aborted(m.xmax) END AS suspect
       FROM pgqueue.message m
@@ -714,7 +722,7 @@ taken AS (
     SELECT id, suspect FROM taken_heads
 ),
 listed_by_dead AS MATERIALIZED (
-    SELECT pgqueue.listed_by_the_dead(ARRAY(SELECT id FROM taken)) AS ids WHERE EXISTS (SELECT 1 FROM taken)
+    SELECT pgqueue.listed_by_the_dead(:queue, ARRAY(SELECT id FROM taken)) AS ids WHERE EXISTS (SELECT 1 FROM taken)
 ),
 suspicion AS (
     SELECT t.id, t.suspect OR COALESCE(t.id = ANY ((SELECT ids FROM listed_by_dead)::bigint[]), false) AS suspect

@@ -6,15 +6,19 @@
 -- pages stayed as many as the busiest moment had left them.
 --
 -- A session holds the messages of one claim at a time, so of one queue: the claim that lists them
--- writes their queue with them, and the statements that complete them only take ids out. A
--- session's queue rarely changes, so writing it keeps the row's updates HOT. A row opened by this
+-- writes their queue with them, and the statements that complete them only take ids out. The
+-- row of a session that serves one queue keeps its updates HOT; a session that serves several (a
+-- listener of a list of queues) writes another queue when its claims switch, and those updates add
+-- index entries, as any change of an indexed column does. A row opened by this
 -- version says '' until its session's first claim; a row without a queue (null) was opened by an
 -- earlier version, whose claims do not write one, and every claim reads those, so that during an
 -- upgrade the versions still count each other's lost attempts.
 --
 -- A message moved to another queue while a dead session lists it (a redrive, a move of dead
 -- letters) is no longer that session's lost attempt there: the move starts it over (attempts = 0,
--- claim_open = false, V16), and now its listing no longer follows it either.
+-- claim_open = false, V16), and now its listing no longer follows it either. The listing stays
+-- until the message is gone or a claim of the queue it names finds the message again (one moved
+-- back there: that claim counts the dead session's attempt then, and takes it out).
 ALTER TABLE "${flyway:defaultSchema}".holding ADD COLUMN queue text;
 
 CREATE INDEX holding_queue ON "${flyway:defaultSchema}".holding (queue);

@@ -5,6 +5,7 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -534,12 +535,52 @@ class SessionStatementsIntegrationTests {
 			.isLessThan(10);
 	}
 
+	/**
+	 * One session claims from five queues in turn, with each claim that lists what it took: its
+	 * holding row names the queue of the claim that wrote it last, so that the claims of that queue
+	 * count the session's lost attempt if it dies.
+	 */
+	@Test
+	void everyClaimListsWhatItTookUnderItsQueue() throws SQLException {
+		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key) VALUES ('listed-fair', 'tenant')");
+		long walked = send("listed-walk", 1);
+		long walkedAfter = send("listed-after", 1);
+		long scanned = send("listed-scan", 1);
+		long fair = send("listed-fair", 1, SendOptions.builder().header("tenant", "a"));
+		long byId = send("listed-by-id", 1);
+		Session session = newSession();
+		Map<String, Callable<List<Map<String, Object>>>> claims = new java.util.LinkedHashMap<>();
+		claims.put("listed-walk", () -> claim(this.sql.claimWalk, session, "listed-walk", 10, true, null, null,
+				this.payloadLimit));
+		claims.put("listed-after", () -> claim(this.sql.claimWalkAfter, session, "listed-after", 10, true, null,
+				new Cursor(0, 0, 0), this.payloadLimit));
+		claims.put("listed-scan", () -> claim(this.sql.claimScanningHeads, session, "listed-scan", 10, true, null, null,
+				this.payloadLimit));
+		claims.put("listed-fair", () -> fair(session, "listed-fair", 10, ""));
+		claims.put("listed-by-id", () -> claimOne(this.sql.claimById, session, "listed-by-id", byId));
+		Map<String, Long> sent = Map.of("listed-walk", walked, "listed-after", walkedAfter, "listed-scan", scanned,
+				"listed-fair", fair, "listed-by-id", byId);
+
+		for (Map.Entry<String, Callable<List<Map<String, Object>>>> claim : claims.entrySet()) {
+			assertThat(claim.getValue().call()).as(claim.getKey()).extracting("id").contains(sent.get(claim.getKey()));
+			assertThat(holding(session.key())).as(claim.getKey()).containsExactly(sent.get(claim.getKey()));
+			assertThat(this.jdbc.queryForObject("SELECT queue FROM pgqueue.holding WHERE session = ?", String.class,
+					session.key())).as(claim.getKey()).isEqualTo(claim.getKey());
+			// What an ack leaves: nothing listed, the queue as it was.
+			execute(session.connection(), "SELECT pg_advisory_unlock_all()");
+			execute(session.connection(), "UPDATE pgqueue.holding SET ids = '{}' WHERE session = " + session.key());
+		}
+	}
+
 	@Test
 	void claimWalkWithoutSuspectsLeavesThemUnlocked() throws SQLException {
 		long fresh = send("no-suspects", 1);
 		long open = send("no-suspects", 2);
 		long listed = send("no-suspects", 3);
+		long listedWithoutAQueue = send("no-suspects", 4);
 		makeSuspects(open, listed);
+		// Of a session of an earlier version, which did not write the queue.
+		this.jdbc.update("INSERT INTO pgqueue.holding (pid, ids) VALUES (0, ARRAY[?]::bigint[])", listedWithoutAQueue);
 		Session session = newSession();
 
 		List<Map<String, Object>> rows = claim(this.sql.claimWalk, session, "no-suspects", 10, false, null, null,
@@ -550,6 +591,7 @@ class SessionStatementsIntegrationTests {
 		assertThat(lockedIds(session.pid(), this.namespace)).containsExactly(fresh);
 		assertThat(message(open)).contains(entry("attempts", 1), entry("claim_open", true));
 		assertThat(message(listed)).contains(entry("attempts", 0));
+		assertThat(message(listedWithoutAQueue)).contains(entry("attempts", 0));
 	}
 
 	@Test

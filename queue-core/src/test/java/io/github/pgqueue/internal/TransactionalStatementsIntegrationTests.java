@@ -283,14 +283,21 @@ class TransactionalStatementsIntegrationTests {
 		long aborted = send("suspects", 2);
 		long open = send("suspects", 3);
 		long listed = send("suspects", 4);
+		long listedWithoutAQueue = send("suspects", 5);
+		long listedElsewhere = send("suspects", 6);
 		// What consumers that died leave: the row lock of an aborted transaction, a claim open
-		// (claimed alone by a session, not completed), a dead session's holding row (pid 0).
+		// (claimed alone by a session, not completed), a dead session's holding row (pid 0): of this
+		// queue, without a queue (of an earlier version), of another queue (moved here since).
 		Connection consumer = newTransaction();
 		execute(consumer, "SELECT id FROM pgqueue.message WHERE id = " + aborted + " FOR UPDATE");
 		consumer.rollback();
 		this.jdbc.update("UPDATE pgqueue.message SET attempts = 1, claim_open = true, claimed_at = now() WHERE id = ?",
 				open);
-		this.jdbc.update("INSERT INTO pgqueue.holding (pid, ids) VALUES (0, ARRAY[?]::bigint[])", listed);
+		this.jdbc.update("INSERT INTO pgqueue.holding (pid, queue, ids) VALUES (0, 'suspects', ARRAY[?]::bigint[])",
+				listed);
+		this.jdbc.update("INSERT INTO pgqueue.holding (pid, ids) VALUES (0, ARRAY[?]::bigint[])", listedWithoutAQueue);
+		this.jdbc.update("INSERT INTO pgqueue.holding (pid, queue, ids) VALUES (0, 'elsewhere', ARRAY[?]::bigint[])",
+				listedElsewhere);
 		Map<Long, String> versions = versions("suspects");
 		Connection transaction = newTransaction();
 
@@ -298,12 +305,13 @@ class TransactionalStatementsIntegrationTests {
 				this.payloadLimit);
 
 		assertThat(rows).extracting("id", "kind").containsExactlyInAnyOrder(tuple(fresh, "claimed"),
-				tuple(aborted, "suspect"), tuple(open, "suspect"), tuple(listed, "suspect"));
+				tuple(aborted, "suspect"), tuple(open, "suspect"), tuple(listed, "suspect"),
+				tuple(listedWithoutAQueue, "suspect"), tuple(listedElsewhere, "claimed"));
 		assertThat(rows).filteredOn("kind", "suspect").extracting("payload", "attempt").containsOnly(tuple(null, null));
 		assertThat(lockedIds(pid(transaction), this.namespace)).as("keys held for claim_suspect's session")
-			.containsExactly(fresh, aborted, open, listed);
+			.containsExactly(fresh, aborted, open, listed, listedWithoutAQueue, listedElsewhere);
 		assertThat(rowLocked(fresh)).isTrue();
-		assertThat(List.of(aborted, open, listed)).as("a suspect is not row-locked")
+		assertThat(List.of(aborted, open, listed, listedWithoutAQueue)).as("a suspect is not row-locked")
 			.allSatisfy((id) -> assertThat(rowLocked(id)).isFalse());
 		transaction.commit();
 		assertThat(versions("suspects")).as("their attempts are counted by claim_suspect, not here").isEqualTo(versions);

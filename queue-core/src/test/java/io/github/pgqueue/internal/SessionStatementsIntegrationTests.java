@@ -541,7 +541,7 @@ class SessionStatementsIntegrationTests {
 	 * count the session's lost attempt if it dies.
 	 */
 	@Test
-	void everyClaimListsWhatItTookUnderItsQueue() throws SQLException {
+	void everyClaimListsWhatItTookUnderItsQueue() throws Exception {
 		this.jdbc.update("INSERT INTO pgqueue.queue (name, concurrency_key) VALUES ('listed-fair', 'tenant')");
 		long walked = send("listed-walk", 1);
 		long walkedAfter = send("listed-after", 1);

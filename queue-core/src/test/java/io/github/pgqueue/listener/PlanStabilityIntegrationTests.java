@@ -52,33 +52,32 @@ class PlanStabilityIntegrationTests {
 	}
 
 	/**
-	 * Index fetches are bounded at 100 a message: a good plan fetches 15 to 22 (the claim's walk, the
-	 * retry, the ack, and the rows of messages that other consumers hold) on a quiet machine, and
-	 * 60 were counted with two builds side by side on PostgreSQL 14; a plan that walks the backlog
-	 * for every batch fetches hundreds.
+	 * Only sequential scans are checked. Index fetches do not tell a good plan from a walk of the
+	 * backlog here: a good plan fetched 15 to 25 rows a message in a drain of a few seconds, but
+	 * 104 on a loaded machine and 175 with a handler of 2 ms a message (its claims fetch more the
+	 * longer the drain lasts), where a walk of the backlog for every batch of 10 fetches about 150.
 	 */
 	@ParameterizedTest
 	@EnumSource(ConsumptionMode.class)
 	void statementsPlannedOnAnEmptyQueueDoNotScanTheBacklog(ConsumptionMode mode) throws InterruptedException {
-		drainPlannedOnAnEmptyQueue(mode, SendOptions.DEFAULTS, 100L * BACKLOG);
+		drainPlannedOnAnEmptyQueue(mode, SendOptions.DEFAULTS);
 	}
 
 	/**
 	 * As above with the backlog in three FIFO groups: the claims can take only the three heads at a
-	 * time, so they find them through the group index. Only sequential scans are checked: besides
-	 * the heads, each claim's walk reads up to a window of rows, for messages outside the groups.
+	 * time, so they find them through the group index.
 	 */
 	@ParameterizedTest
 	@EnumSource(ConsumptionMode.class)
 	void claimsOfAFewGroupsPlannedOnAnEmptyQueueDoNotScanTheBacklog(ConsumptionMode mode) throws InterruptedException {
-		drainPlannedOnAnEmptyQueue(mode, null, Long.MAX_VALUE);
+		drainPlannedOnAnEmptyQueue(mode, null);
 	}
 
 	/**
 	 * Drains a backlog sent with {@code options} (null: three FIFO groups, one per sixth of the
 	 * backlog in turn) through consumers whose statements were planned on the empty table.
 	 */
-	private void drainPlannedOnAnEmptyQueue(ConsumptionMode mode, SendOptions options, long maxIndexFetches)
+	private void drainPlannedOnAnEmptyQueue(ConsumptionMode mode, SendOptions options)
 			throws InterruptedException {
 		this.jdbc.execute("TRUNCATE " + SCHEMA + ".message");
 		this.jdbc.execute("VACUUM ANALYZE " + SCHEMA + ".message");
@@ -134,8 +133,6 @@ class PlanStabilityIntegrationTests {
 		Map<String, Object> after = scans();
 		assertThat(delta(before, after, "seq_tup_read")).as("rows read by sequential scans of the message table")
 			.isLessThan(BACKLOG);
-		assertThat(delta(before, after, "idx_tup_fetch")).as("rows fetched through indexes per message (a walk of the whole backlog per "
-				+ "batch fetches hundreds)").isLessThan(maxIndexFetches);
 	}
 
 	private static long delta(Map<String, Object> before, Map<String, Object> after, String counter) {
@@ -144,7 +141,7 @@ class PlanStabilityIntegrationTests {
 
 	private Map<String, Object> scans() {
 		this.jdbc.execute("SELECT pg_stat_clear_snapshot()");
-		return this.jdbc.queryForMap("SELECT seq_tup_read, idx_tup_fetch FROM pg_stat_user_tables "
+		return this.jdbc.queryForMap("SELECT seq_tup_read FROM pg_stat_user_tables "
 				+ "WHERE schemaname = ? AND relname = 'message'", SCHEMA);
 	}
 

@@ -1101,7 +1101,9 @@ SELECT t.id FROM unnest(:ids::bigint[]) AS t(id)
 -- held by a live consumer counts too (it is visible; only a claim can tell), which costs its
 -- queue one empty claim a poll interval while it is held. Walks each queue's priorities as the
 -- claims do, one index descent per priority, so that a queue of delayed messages costs a probe
--- per priority, not a scan.
+-- per priority, not a scan. Whether a priority has a visible message is a probe too: a LATERAL
+-- with a LIMIT, which the planner cannot turn into a join. As an EXISTS, the generic plan made
+-- while the table was empty hashed every visible message of the table on every call.
 WITH RECURSIVE priorities AS (
     SELECT q.queue, (SELECT m.priority FROM pgqueue.message m WHERE m.queue = q.queue
                       ORDER BY m.priority LIMIT 1) AS priority
@@ -1114,7 +1116,8 @@ WITH RECURSIVE priorities AS (
 )
 SELECT DISTINCT p.queue
   FROM priorities p
+ CROSS JOIN LATERAL (SELECT 1 FROM pgqueue.message m
+                      WHERE m.queue = p.queue AND m.priority = p.priority AND m.visible_at <= now()
+                      LIMIT 1) visible
  WHERE p.priority IS NOT NULL
-   AND EXISTS (SELECT 1 FROM pgqueue.message m
-                WHERE m.queue = p.queue AND m.priority = p.priority AND m.visible_at <= now())
    AND NOT EXISTS (SELECT 1 FROM pgqueue.queue q WHERE q.name = p.queue AND q.paused);

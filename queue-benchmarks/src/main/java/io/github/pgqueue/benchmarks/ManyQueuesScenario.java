@@ -28,9 +28,7 @@ final class ManyQueuesScenario {
 
 	// Long enough for the steady state: in the first seconds each of 500 new connections still parses
 	// and plans its statements (the driver prepares a statement on the server at its fifth run), and
-	// the holding table's pages grow to what the load keeps them at. After 2 s, pgqueue's session
-	// claims with 500 listeners measured 2.5-2.9 ms a call either way; after 20 s, 2.0-5.2 ms when
-	// every claim read every session's holding row and 0.65-0.73 ms when it read its queue's (V29).
+	// the holding table's pages grow to what the load keeps them at.
 	private static final Duration WARM_UP = Duration.ofSeconds(20);
 
 	private static final Duration WINDOW = Duration.ofSeconds(10);

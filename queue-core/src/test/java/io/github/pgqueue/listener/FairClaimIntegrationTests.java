@@ -72,10 +72,11 @@ class FairClaimIntegrationTests {
 		await().atMost(Duration.ofSeconds(30)).until(() -> waits.size() == 20);
 		int aWhenBDone = handledA.get();
 
+		// How long b waited is the benchmark's to measure (noisy-neighbour); on a loaded machine it
+		// varies tenfold. What fairness guarantees is the order: b is not served after a's backlog.
 		List<Long> millis = waits.values().stream().map((nanos) -> nanos / 1_000_000).sorted().toList();
-		assertThat(aWhenBDone).as("a's backlog was still draining when b's messages were all handled")
-			.isLessThan(backlog);
-		assertThat(millis.get(millis.size() - 1)).as("b's longest wait, ms (all: %s)", millis).isLessThan(500L);
+		assertThat(aWhenBDone).as("a's backlog was still draining when b's messages were all handled (b's waits, "
+				+ "ms: %s)", millis).isLessThan(backlog);
 	}
 
 

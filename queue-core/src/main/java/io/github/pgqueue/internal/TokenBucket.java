@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -20,7 +21,7 @@ import io.github.pgqueue.QueueException;
 /**
  * The rate-limit bucket of a queue in the database ({@code limits.sql}): taking tokens before a
  * claim and giving back those a claim did not use, each one short statement outside any
- * transaction. The row lock of the bucket makes concurrent takes of every JVM queue, so that they
+ * transaction (taking the tokens of keys: in a transaction of its own, for its planner settings). The row lock of the bucket makes concurrent takes of every JVM queue, so that they
  * never grant together more than the bucket holds.
  * <p>
  * {@link #onDataSource} runs them on a connection of a pool, for a poller whose claims run in a
@@ -28,6 +29,15 @@ import io.github.pgqueue.QueueException;
  * a {@link ConsumerSession} runs them on its own connection.
  */
 public final class TokenBucket {
+
+	/**
+	 * The planner settings of {@code take_key_tokens}: those of {@link QueueSql#INDEX_PLANS}, and no
+	 * sort where an index gives the order. Its plan is made generically while the message table is
+	 * empty, when every plan costs about the same: then one key's descent may walk the whole queue
+	 * by the claim index and sort it, instead of descending the concurrency index in key order.
+	 */
+	static final String KEY_PLANS = "SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; "
+			+ "SET LOCAL plan_cache_mode = force_generic_plan";
 
 	private final DataSource dataSource;
 
@@ -76,7 +86,7 @@ public final class TokenBucket {
 	 */
 	public KeyGrants takeForKeys(String queue, int wanted, String afterKey) {
 		try (Connection connection = this.dataSource.getConnection()) {
-			return inAutocommit(connection, () -> takeForKeys(connection, this.sql, queue, wanted, afterKey));
+			return takeForKeys(connection, this.sql, queue, wanted, afterKey);
 		}
 		catch (SQLException ex) {
 			throw new QueueException("Could not take tokens of the keys of queue '" + queue + "': " + ex.getMessage(),
@@ -102,11 +112,37 @@ public final class TokenBucket {
 	}
 
 	/**
-	 * {@code take_key_tokens} on {@code connection}, which must be in autocommit; null if the queue
-	 * is not limited per key (any more).
+	 * {@code take_key_tokens} on {@code connection}, which must not be in a transaction, in a transaction
+	 * of its own (which holds the buckets' row locks) planned as {@link #KEY_PLANS} says; null if the
+	 * queue is not limited per key (any more).
 	 */
 	static KeyGrants takeForKeys(Connection connection, QueueSql sql, String queue, int wanted, String afterKey)
 			throws SQLException {
+		boolean autoCommit = connection.getAutoCommit();
+		if (autoCommit) {
+			connection.setAutoCommit(false);
+		}
+		try {
+			try (Statement settings = connection.createStatement()) {
+				settings.execute(KEY_PLANS);
+			}
+			KeyGrants grants = readKeyGrants(connection, sql, queue, wanted, afterKey);
+			connection.commit();
+			return grants;
+		}
+		catch (SQLException | RuntimeException ex) {
+			connection.rollback();
+			throw ex;
+		}
+		finally {
+			if (autoCommit) {
+				connection.setAutoCommit(true);
+			}
+		}
+	}
+
+	private static KeyGrants readKeyGrants(Connection connection, QueueSql sql, String queue, int wanted,
+			String afterKey) throws SQLException {
 		try (PreparedStatement ps = sql.takeKeyTokens.prepare(connection,
 				new QueueSql.TakeKeyTokens(queue, wanted, afterKey)); ResultSet rs = ps.executeQuery()) {
 			Map<String, Integer> granted = new LinkedHashMap<>();

@@ -64,7 +64,7 @@ final class VisibleMessageSweep implements Runnable {
 	/** When the next archive upkeep is due, in {@link System#nanoTime()}. */
 	private long upkeepDue = System.nanoTime();
 
-		private volatile boolean running = true;
+	private volatile boolean running = true;
 
 	private volatile boolean working;
 

@@ -3,7 +3,8 @@ package io.github.pgqueue.listener;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.IntStream;
 
 import com.zaxxer.hikari.HikariConfig;
@@ -13,6 +14,7 @@ import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueContext;
 import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
+import io.github.pgqueue.RateLimit;
 import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.PostgresExtension;
@@ -42,6 +44,9 @@ class PlanStabilityIntegrationTests {
 
 	private static final int BACKLOG = 3000;
 
+	private static final QueueDefinition PLAIN = new QueueDefinition("plans", 5, Duration.ofMillis(1), 1.0,
+			Duration.ofMillis(1), null);
+
 	private final EmbeddedPostgres postgres = EmbeddedPostgres.get();
 
 	private final JdbcTemplate jdbc = new JdbcTemplate(this.postgres.dataSource());
@@ -61,7 +66,7 @@ class PlanStabilityIntegrationTests {
 	@ParameterizedTest
 	@EnumSource(ConsumptionMode.class)
 	void statementsPlannedOnAnEmptyQueueDoNotScanTheBacklog(ConsumptionMode mode) throws InterruptedException {
-		drainPlannedOnAnEmptyQueue(mode, SendOptions.DEFAULTS, Duration.ofMillis(2), 100L * BACKLOG);
+		drainPlannedOnAnEmptyQueue(mode, PLAIN, List.of(SendOptions.DEFAULTS), BACKLOG, Duration.ofMillis(2), 100L * BACKLOG);
 	}
 
 	/**
@@ -72,20 +77,42 @@ class PlanStabilityIntegrationTests {
 	@ParameterizedTest
 	@EnumSource(ConsumptionMode.class)
 	void claimsOfAFewGroupsPlannedOnAnEmptyQueueDoNotScanTheBacklog(ConsumptionMode mode) throws InterruptedException {
-		drainPlannedOnAnEmptyQueue(mode, null, Duration.ZERO, Long.MAX_VALUE);
+		List<SendOptions> groups = IntStream.range(0, 6)
+			.mapToObj((part) -> SendOptions.builder().group("g" + (part % 3)).build())
+			.toList();
+		drainPlannedOnAnEmptyQueue(mode, PLAIN, groups, BACKLOG / groups.size(), Duration.ZERO, Long.MAX_VALUE);
 	}
 
 	/**
-	 * Drains a backlog sent with {@code options} (null: three FIFO groups, one per sixth of the
-	 * backlog in turn) through consumers whose statements were planned on the empty table, each
-	 * message handled in {@code handling}.
+	 * As the first on a queue limited per key, the backlog sent to ten keys in turn: before each claim,
+	 * take_key_tokens finds the keys that have visible messages, and the fair claim tests whether its
+	 * cursor still stands. Planned as joins, the first hashed every visible message of the queue
+	 * before every claim and the second read every entry of the queue: each made the drain fetch
+	 * 350 000 rows or more, against 21 000 without. On the pool of a transactional consumer, without
+	 * the consumers' planner settings, take_key_tokens scanned the table (10 million rows read).
 	 */
-	private void drainPlannedOnAnEmptyQueue(ConsumptionMode mode, SendOptions options, Duration handling,
-			long maxIndexFetches)
-			throws InterruptedException {
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void keyTokensPlannedOnAnEmptyQueueDoNotScanTheBacklog(ConsumptionMode mode) throws InterruptedException {
+		QueueDefinition limitedPerKey = PLAIN.withConcurrencyKey("tenant", null, RateLimit.perSecond(100_000));
+		List<SendOptions> keys = IntStream.range(0, 10)
+			.mapToObj((key) -> SendOptions.builder().header("tenant", "t" + key).build())
+			.toList();
+		drainPlannedOnAnEmptyQueue(mode, limitedPerKey, keys, 1, Duration.ZERO, 100L * BACKLOG);
+	}
+
+	/**
+	 * Drains a backlog of {@code definition}'s queue, sent in as many equal parts as {@code parts}
+	 * has options, {@code chunk} messages of each part in turn, through consumers whose statements
+	 * were planned on the empty table, each message handled in {@code handling}.
+	 */
+	private void drainPlannedOnAnEmptyQueue(ConsumptionMode mode, QueueDefinition definition, List<SendOptions> parts,
+			int chunk, Duration handling, long maxIndexFetches) throws InterruptedException {
 		this.jdbc.execute("TRUNCATE " + SCHEMA + ".message");
 		this.jdbc.execute("VACUUM ANALYZE " + SCHEMA + ".message");
-		AtomicInteger handled = new AtomicInteger();
+		// Ids, not runs: a transactional batch runs a failed handler's predecessors again after the
+		// rollback that undid their writes.
+		Set<Long> handled = ConcurrentHashMap.newKeySet();
 		String application = "plans-" + mode.name().toLowerCase();
 		Map<String, Object> before;
 		try (HikariDataSource app = genericPlans(application + "-app");
@@ -99,14 +126,14 @@ class PlanStabilityIntegrationTests {
 							throw new IllegalStateException("retry me"); // the retry statement runs too
 						}
 						Thread.sleep(handling.toMillis());
-						handled.incrementAndGet();
+						handled.add(message.id());
 					})
 					.containerProperties(ContainerProperties.builder(List.of("plans"))
 						.pollInterval(Duration.ofMillis(20))
 						.mode(mode)
 						.build())
 					.build());
-			new QueueAdmin(template.context()).declare(new QueueDefinition("plans", 5, Duration.ofMillis(1), 1.0, Duration.ofMillis(1), null));
+			new QueueAdmin(template.context()).declare(definition);
 			before = scans();
 			registry.start();
 			try {
@@ -114,18 +141,16 @@ class PlanStabilityIntegrationTests {
 				// once: the retry and the ack are planned on a table of one row.
 				Thread.sleep(300);
 				template.send("plans", 0);
-				await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 1);
-				if (options != null) {
-					template.sendBatch("plans", IntStream.range(1, BACKLOG + 1).boxed().toList(), options);
-				}
-				else {
-					for (int part = 0; part < 6; part++) {
-						int first = 1 + part * BACKLOG / 6;
-						template.sendBatch("plans", IntStream.range(first, first + BACKLOG / 6).boxed().toList(),
-								SendOptions.builder().group("g" + (part % 3)).build());
+				await().atMost(Duration.ofSeconds(10)).until(() -> handled.size() == 1);
+				int perPart = BACKLOG / parts.size();
+				for (int offset = 0; offset < perPart; offset += chunk) {
+					for (int part = 0; part < parts.size(); part++) {
+						int first = 1 + part * perPart + offset;
+						template.sendBatch("plans", IntStream.range(first, first + chunk).boxed().toList(),
+								parts.get(part));
 					}
 				}
-				await().atMost(Duration.ofSeconds(60)).until(() -> handled.get() == BACKLOG + 1);
+				await().atMost(Duration.ofSeconds(60)).until(() -> handled.size() == BACKLOG + 1);
 			}
 			finally {
 				registry.stop();

@@ -70,12 +70,15 @@ SELECT q.name, q.rate_limit_permits, q.rate_limit_period_ms,
 -- from each key's bucket, before a claim_fair, which then takes at most that many messages of each
 -- key. The keys are the ones claim_fair serves next: in descending order from the first key before
 -- :after_key (the last key the poller's previous claim served; "" for none), then from the last key
--- down again; one descent of the concurrency index per key. Each key is granted an equal share of
--- :wanted (rounded up, at most its burst), or what its bucket holds once refilled if that is less:
--- a share is partly granted, unlike take_tokens' whole batches, since the claim takes each key's
--- messages one by one. One upsert in key order: concurrent takes of every JVM lock the buckets in
--- the same order, and queue on each as take_tokens does. Every twentieth take or so also deletes
--- up to 10 buckets of the queue that are full again (the same as none), not of the keys it takes.
+-- down again; one descent of the concurrency index per key, and one more to find whether the key
+-- has a visible message. That one is a LATERAL with a LIMIT, which the planner cannot turn into a
+-- join: as an EXISTS, the generic plan made while the table was empty hashed every visible message
+-- of the queue before every claim. Each key is granted an equal share of :wanted (rounded up, at
+-- most its burst), or what its bucket holds once refilled if that is less: a share is partly
+-- granted, unlike take_tokens' whole batches, since the claim takes each key's messages one by
+-- one. One upsert in key order: concurrent takes of every JVM lock the buckets in the same order,
+-- and queue on each as take_tokens does. Every twentieth take or so also deletes up to 10 buckets
+-- of the queue that are full again (the same as none), not of the keys it takes.
 --
 -- Returns, per key taken for, what was granted and in how many milliseconds its bucket will hold a
 -- token again (none while the queue is paused), and a row without a key if the queue is limited
@@ -110,15 +113,17 @@ limited AS MATERIALIZED (
 ),
 ready AS (
     SELECT k.key FROM keys_before k
+     CROSS JOIN LATERAL (SELECT 1 FROM pgqueue.message m
+                          WHERE m.queue = :queue AND m.concurrency_key = k.key AND m.visible_at <= now()
+                          LIMIT 1) visible
      WHERE k.key IS NOT NULL
-       AND EXISTS (SELECT 1 FROM pgqueue.message m
-                    WHERE m.queue = :queue AND m.concurrency_key = k.key AND m.visible_at <= now())
 ),
 ready_from_last AS (
     SELECT k.key FROM keys_from_last k
+     CROSS JOIN LATERAL (SELECT 1 FROM pgqueue.message m
+                          WHERE m.queue = :queue AND m.concurrency_key = k.key AND m.visible_at <= now()
+                          LIMIT 1) visible
      WHERE k.key IS NOT NULL AND k.key >= :after_key
-       AND EXISTS (SELECT 1 FROM pgqueue.message m
-                    WHERE m.queue = :queue AND m.concurrency_key = k.key AND m.visible_at <= now())
 ),
 keys AS MATERIALIZED (
     SELECT k.key FROM ((SELECT key, 1 AS part FROM ready LIMIT :wanted)

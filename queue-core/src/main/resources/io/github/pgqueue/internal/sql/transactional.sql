@@ -152,7 +152,7 @@ SELECT NULL, 'next_due', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
 
 -- name: claim_fair
 -- claim_walk for a queue whose definition names a concurrency key (V25), as session.sql's
--- claim_fair: walked takes the batch but for the reserved rows after the cursor (from the head
+-- claim_fair (the cursor's test of a lower priority too): walked takes the batch but for the reserved rows after the cursor (from the head
 -- without one), as claim_walk or claim_walk_after walks; heads takes, for each key the walk did not
 -- reach, round robin in descending key order before :after_key, its first message a claim may take
 -- after the cursor, with claim_walk's tests (the snapshot's writers, the FIFO head) before its
@@ -184,7 +184,8 @@ priorities AS (
     UNION ALL
     SELECT c.priority FROM cursor c
      WHERE c.priority IS NOT NULL
-       AND NOT EXISTS (SELECT 1 FROM pgqueue.message WHERE queue = :queue AND priority < c.priority)
+       AND COALESCE((SELECT m.priority FROM pgqueue.message m WHERE m.queue = :queue
+                      ORDER BY m.priority LIMIT 1) >= c.priority, true)
        AND NOT EXISTS (SELECT 1 FROM pgqueue.queue WHERE name = :queue AND paused)
 ),
 slots AS MATERIALIZED (

@@ -21,8 +21,9 @@ import io.github.pgqueue.QueueException;
 /**
  * The rate-limit bucket of a queue in the database ({@code limits.sql}): taking tokens before a
  * claim and giving back those a claim did not use, each one short statement outside any
- * transaction (taking the tokens of keys: in a transaction of its own, for its planner settings). The row lock of the bucket makes concurrent takes of every JVM queue, so that they
- * never grant together more than the bucket holds.
+ * transaction (taking the tokens of keys: in a transaction of its own, for its planner settings).
+ * The row lock of the bucket makes concurrent takes of every JVM queue, so that they never grant
+ * together more than the bucket holds.
  * <p>
  * {@link #onDataSource} runs them on a connection of a pool, for a poller whose claims run in a
  * transaction of the application's (it must not hold the bucket's row lock while its handlers run);
@@ -122,23 +123,27 @@ public final class TokenBucket {
 		if (autoCommit) {
 			connection.setAutoCommit(false);
 		}
+		KeyGrants grants;
 		try {
 			try (Statement settings = connection.createStatement()) {
 				settings.execute(KEY_PLANS);
 			}
-			KeyGrants grants = readKeyGrants(connection, sql, queue, wanted, afterKey);
+			grants = readKeyGrants(connection, sql, queue, wanted, afterKey);
 			connection.commit();
-			return grants;
 		}
 		catch (SQLException | RuntimeException ex) {
-			connection.rollback();
+			// On a lost connection these fail too: the first failure is the one to report.
+			try {
+				connection.rollback();
+				connection.setAutoCommit(autoCommit);
+			}
+			catch (SQLException undo) {
+				ex.addSuppressed(undo);
+			}
 			throw ex;
 		}
-		finally {
-			if (autoCommit) {
-				connection.setAutoCommit(true);
-			}
-		}
+		connection.setAutoCommit(autoCommit);
+		return grants;
 	}
 
 	private static KeyGrants readKeyGrants(Connection connection, QueueSql sql, String queue, int wanted,

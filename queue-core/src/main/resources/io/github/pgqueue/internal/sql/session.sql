@@ -4,7 +4,9 @@
 -- the two-int4 form, whose key space is apart from the single-bigint locks applications usually
 -- take, with the id folded to its low 32 bits. A statement that finds messages by id tests their
 -- queue as (queue = :queue) IS TRUE: the planner cannot make that an index condition, so it looks the
--- ids up by primary key rather than walking the claim index over the whole queue.
+-- ids up by primary key rather than walking the claim index over the whole queue. The fair claims
+-- test the visibility of the rows they found by id the same way: PostgreSQL 14 planned their
+-- visible_at <= now() as the condition of a walk of the whole claim index.
 --
 -- Words used in the comments. A suspect is a message whose consumer died holding it: its attempt
 -- was not written, and the claim that finds it counts that attempt. The holding table lists, per
@@ -421,7 +423,7 @@ claimed_unchanged AS (
            m.max_attempts, m.created_at, m.last_error, false AS suspect
       FROM pgqueue.message m
      WHERE m.id = ANY (ARRAY(SELECT id FROM to_claim WHERE NOT suspect))
-       AND m.xmax = '0'::xid AND (m.queue = :queue) IS TRUE AND m.visible_at <= now()
+       AND m.xmax = '0'::xid AND (m.queue = :queue) IS TRUE AND (m.visible_at <= now()) IS TRUE
        AND (SELECT NOT row_security_active('pgqueue.message') OR pgqueue.queue_allowed(:queue, true, current_user))
 ),
 claimed_rewritten AS (
@@ -432,7 +434,7 @@ claimed_rewritten AS (
            claim_open = false, claimed_at = now()
       FROM to_claim l
      WHERE m.id = ANY (ARRAY(SELECT id FROM to_claim WHERE id NOT IN (SELECT id FROM claimed_unchanged)))
-       AND m.id = l.id AND (m.queue = :queue) IS TRUE AND m.visible_at <= now()
+       AND m.id = l.id AND (m.queue = :queue) IS TRUE AND (m.visible_at <= now()) IS TRUE
     RETURNING m.id, m.queue, m.payload, m.headers, m.priority, m.visible_at, m.attempts,
               m.max_attempts, m.created_at, m.last_error, l.suspect
 ),

@@ -329,7 +329,7 @@ claimed AS (
            m.max_attempts, m.created_at, m.last_error
       FROM pgqueue.message m
      WHERE m.id = ANY (ARRAY(SELECT id FROM suspicion WHERE NOT suspect))
-       AND (m.queue = :queue) IS TRUE AND m.visible_at <= now()
+       AND (m.queue = :queue) IS TRUE AND (m.visible_at <= now()) IS TRUE
        AND NOT (m.claim_open AND m.claimed_at > pg_postmaster_start_time())
        FOR UPDATE OF m SKIP LOCKED
 )

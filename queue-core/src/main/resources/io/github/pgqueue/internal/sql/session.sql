@@ -1105,30 +1105,25 @@ SELECT t.id FROM unnest(:ids::bigint[]) AS t(id)
 -- then wakes an idle poller of each queue named. Finds what no notification announces: a message
 -- freed because its consumer died, a FIFO group's next message once its head is gone. A message
 -- held by a live consumer counts too (it is visible; only a claim can tell), which costs its
--- queue one empty claim a poll interval while it is held.
---
--- front: per queue, the first entry of the claim index, which is its lowest priority's earliest
--- message; when that is not visible yet, the first entry of the next priority, and so on. So a
--- queue costs one index descent when its lowest priority has a visible message or it is empty,
--- and one per priority when it holds only delayed messages, never a scan. Each step is a LATERAL
--- with a LIMIT, which the planner cannot turn into a join: as an EXISTS over the visible messages,
--- the generic plan made while the table was empty hashed every visible message of the table on
--- every call.
-WITH RECURSIVE front AS (
-    SELECT q.queue, f.priority, f.visible_at
+-- queue one empty claim a poll interval while it is held. Walks each queue's priorities as the
+-- claims do, one index descent per priority, so that a queue of delayed messages costs a probe
+-- per priority, not a scan. Whether a priority has a visible message is a probe too: a LATERAL
+-- with a LIMIT, which the planner cannot turn into a join. As an EXISTS, the generic plan made
+-- while the table was empty hashed every visible message of the table on every call.
+WITH RECURSIVE priorities AS (
+    SELECT q.queue, (SELECT m.priority FROM pgqueue.message m WHERE m.queue = q.queue
+                      ORDER BY m.priority LIMIT 1) AS priority
       FROM unnest(:queues::text[]) AS q(queue)
-     CROSS JOIN LATERAL (SELECT m.priority, m.visible_at FROM pgqueue.message m
-                          WHERE m.queue = q.queue
-                          ORDER BY m.priority, m.visible_at LIMIT 1) f
     UNION ALL
-    SELECT f.queue, n.priority, n.visible_at
-      FROM front f
-     CROSS JOIN LATERAL (SELECT m.priority, m.visible_at FROM pgqueue.message m
-                          WHERE m.queue = f.queue AND m.priority > f.priority
-                          ORDER BY m.priority, m.visible_at LIMIT 1) n
-     WHERE f.visible_at > now()
+    SELECT p.queue, (SELECT m.priority FROM pgqueue.message m WHERE m.queue = p.queue AND m.priority > p.priority
+                      ORDER BY m.priority LIMIT 1)
+      FROM priorities p
+     WHERE p.priority IS NOT NULL
 )
-SELECT f.queue
-  FROM front f
- WHERE f.visible_at <= now()
-   AND NOT EXISTS (SELECT 1 FROM pgqueue.queue q WHERE q.name = f.queue AND q.paused);
+SELECT DISTINCT p.queue
+  FROM priorities p
+ CROSS JOIN LATERAL (SELECT 1 FROM pgqueue.message m
+                      WHERE m.queue = p.queue AND m.priority = p.priority AND m.visible_at <= now()
+                      LIMIT 1) visible
+ WHERE p.priority IS NOT NULL
+   AND NOT EXISTS (SELECT 1 FROM pgqueue.queue q WHERE q.name = p.queue AND q.paused);

@@ -131,7 +131,7 @@ public final class TokenBucket {
 			grants = readKeyGrants(connection, sql, queue, wanted, afterKey);
 			connection.commit();
 		}
-		catch (SQLException | RuntimeException ex) {
+		catch (SQLException | RuntimeException | Error ex) {
 			// On a lost connection these fail too: the first failure is the one to report.
 			try {
 				connection.rollback();

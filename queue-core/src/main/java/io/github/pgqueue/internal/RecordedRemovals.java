@@ -80,25 +80,10 @@ public final class RecordedRemovals {
 				record(currentTransaction(connection));
 				return removal.doInConnection(connection);
 			}
-			connection.setAutoCommit(false);
-			T result;
-			try {
-				record(currentTransaction(connection));
-				result = removal.doInConnection(connection);
-				connection.commit();
-			}
-			catch (SQLException | RuntimeException | Error ex) {
-				try {
-					connection.rollback();
-					connection.setAutoCommit(true);
-				}
-				catch (SQLException undoFailure) {
-					ex.addSuppressed(undoFailure);
-				}
-				throw ex;
-			}
-			connection.setAutoCommit(true);
-			return result;
+			return OwnTransaction.run(connection, (inTransaction) -> {
+				record(currentTransaction(inTransaction));
+				return removal.doInConnection(inTransaction);
+			});
 		});
 	}
 

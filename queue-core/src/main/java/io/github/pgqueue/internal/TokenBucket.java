@@ -119,31 +119,12 @@ public final class TokenBucket {
 	 */
 	static KeyGrants takeForKeys(Connection connection, QueueSql sql, String queue, int wanted, String afterKey)
 			throws SQLException {
-		boolean autoCommit = connection.getAutoCommit();
-		if (autoCommit) {
-			connection.setAutoCommit(false);
-		}
-		KeyGrants grants;
-		try {
-			try (Statement settings = connection.createStatement()) {
+		return OwnTransaction.run(connection, (inTransaction) -> {
+			try (Statement settings = inTransaction.createStatement()) {
 				settings.execute(KEY_PLANS);
 			}
-			grants = readKeyGrants(connection, sql, queue, wanted, afterKey);
-			connection.commit();
-		}
-		catch (SQLException | RuntimeException | Error ex) {
-			// On a lost connection these fail too: the first failure is the one to report.
-			try {
-				connection.rollback();
-				connection.setAutoCommit(autoCommit);
-			}
-			catch (SQLException undo) {
-				ex.addSuppressed(undo);
-			}
-			throw ex;
-		}
-		connection.setAutoCommit(autoCommit);
-		return grants;
+			return readKeyGrants(inTransaction, sql, queue, wanted, afterKey);
+		});
 	}
 
 	private static KeyGrants readKeyGrants(Connection connection, QueueSql sql, String queue, int wanted,

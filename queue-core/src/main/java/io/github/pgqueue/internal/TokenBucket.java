@@ -4,7 +4,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -114,23 +113,26 @@ public final class TokenBucket {
 
 	/**
 	 * {@code take_key_tokens} on {@code connection}, which must not be in a transaction, in a transaction
-	 * of its own (which holds the buckets' row locks) planned as {@link #KEY_PLANS} says; null if the
-	 * queue is not limited per key (any more).
+	 * of its own (which holds the buckets' row locks) planned as {@link #KEY_PLANS} says: the settings
+	 * and the statement in one round trip, the commit in a second. Null if the queue is not limited
+	 * per key (any more).
 	 */
 	static KeyGrants takeForKeys(Connection connection, QueueSql sql, String queue, int wanted, String afterKey)
 			throws SQLException {
 		return OwnTransaction.run(connection, (inTransaction) -> {
-			try (Statement settings = inTransaction.createStatement()) {
-				settings.execute(KEY_PLANS);
+			try (PreparedStatement ps = sql.takeKeyTokens.between(KEY_PLANS, "")
+				.prepare(inTransaction, new QueueSql.TakeKeyTokens(queue, wanted, afterKey))) {
+				boolean rows = ps.execute();
+				while (!rows && ps.getUpdateCount() != -1) {
+					rows = ps.getMoreResults(); // past the settings
+				}
+				return readKeyGrants(ps.getResultSet());
 			}
-			return readKeyGrants(inTransaction, sql, queue, wanted, afterKey);
 		});
 	}
 
-	private static KeyGrants readKeyGrants(Connection connection, QueueSql sql, String queue, int wanted,
-			String afterKey) throws SQLException {
-		try (PreparedStatement ps = sql.takeKeyTokens.prepare(connection,
-				new QueueSql.TakeKeyTokens(queue, wanted, afterKey)); ResultSet rs = ps.executeQuery()) {
+	private static KeyGrants readKeyGrants(ResultSet result) throws SQLException {
+		try (ResultSet rs = result) {
 			Map<String, Integer> granted = new LinkedHashMap<>();
 			long nextInMs = Long.MAX_VALUE;
 			boolean limited = false;

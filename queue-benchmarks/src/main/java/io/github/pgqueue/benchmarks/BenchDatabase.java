@@ -8,8 +8,11 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Properties;
 
 import javax.sql.DataSource;
@@ -62,7 +65,9 @@ final class BenchDatabase implements AutoCloseable {
 
 	/**
 	 * Starts the server with the settings of the project's test database: durability is off, so
-	 * the figures measure CPU and locking rather than this machine's disk.
+	 * the figures measure CPU and locking rather than this machine's disk. {@code pg_stat_statements}
+	 * counts the statements of every run ({@link #statementCalls()}); with {@code recordStatements},
+	 * those run inside functions too, for {@link #busiestStatements}.
 	 */
 	static BenchDatabase start(boolean recordStatements) {
 		try {
@@ -70,21 +75,21 @@ final class BenchDatabase implements AutoCloseable {
 				.setServerConfig("max_connections", "700")
 				.setServerConfig("fsync", "off")
 				.setServerConfig("synchronous_commit", "off")
-				.setServerConfig("full_page_writes", "off");
-			if (recordStatements) {
-				// Statements inside functions too: a claim's listed_by_the_dead is one.
-				builder.setServerConfig("shared_preload_libraries", "pg_stat_statements")
-					.setServerConfig("pg_stat_statements.track", "all");
-			}
+				.setServerConfig("full_page_writes", "off")
+				.setServerConfig("shared_preload_libraries", "pg_stat_statements")
+				// Statements inside functions too, for the probe: a claim's listed_by_the_dead is one.
+				.setServerConfig("pg_stat_statements.track", recordStatements ? "all" : "top")
+				// Queries only, not BEGIN, COMMIT or SET.
+				.setServerConfig("pg_stat_statements.track_utility", "off")
+				// Enough never to evict a statement: an evicted one takes its calls with it.
+				.setServerConfig("pg_stat_statements.max", "10000");
 			BenchDatabase database = new BenchDatabase(builder.start());
-			if (recordStatements) {
-				try {
-					database.execute("CREATE EXTENSION pg_stat_statements");
-				}
-				catch (RuntimeException ex) {
-					database.close();
-					throw ex;
-				}
+			try {
+				database.execute("CREATE EXTENSION pg_stat_statements");
+			}
+			catch (RuntimeException ex) {
+				database.close();
+				throw ex;
 			}
 			return database;
 		}
@@ -172,6 +177,62 @@ final class BenchDatabase implements AutoCloseable {
 
 	String serverVersion() {
 		return this.admin.queryForObject("SHOW server_version", String.class);
+	}
+
+	/**
+	 * The queries run in this database during the next {@code millis}, top-level, as
+	 * {@code pg_stat_statements} counts them: each as it ends, where {@code pg_stat_database} may
+	 * hear of a backend's commits up to a minute late. The readings themselves are left out.
+	 */
+	StatementsRun statementsDuring(long millis) {
+		Map<String, Long> before = statementCalls();
+		BenchContext.pause(millis);
+		Map<String, Long> after = statementCalls();
+		Map<String, Long> run = new HashMap<>();
+		after.forEach((query, calls) -> {
+			long delta = calls - before.getOrDefault(query, 0L);
+			if (delta > 0 && !query.contains("pg_stat_statements")) {
+				run.put(query, delta);
+			}
+		});
+		List<String> busiest = run.entrySet()
+			.stream()
+			.sorted(Map.Entry.<String, Long>comparingByValue(Comparator.reverseOrder()))
+			.limit(3)
+			.map((entry) -> "calls=" + entry.getValue() + " " + head(entry.getKey()))
+			.toList();
+		return new StatementsRun(run.values().stream().mapToLong(Long::longValue).sum(), busiest);
+	}
+
+	/** The first 100 characters of {@code query}, each run of white space made one space. */
+	private static String head(String query) {
+		String line = query.replaceAll("\\s+", " ");
+		return line.substring(0, Math.min(100, line.length()));
+	}
+
+	private Map<String, Long> statementCalls() {
+		Map<String, Long> calls = new HashMap<>();
+		String sql = "SELECT query, sum(calls)::bigint FROM pg_stat_statements WHERE toplevel"
+				+ " AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) GROUP BY query";
+		try (Connection connection = this.appPool.getConnection();
+				Statement statement = connection.createStatement();
+				ResultSet rows = statement.executeQuery(sql)) {
+			while (rows.next()) {
+				calls.put(rows.getString(1), rows.getLong(2));
+			}
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException("Could not read pg_stat_statements", ex);
+		}
+		return calls;
+	}
+
+	/**
+	 * Queries run in a window of time.
+	 * @param statements how many, in all
+	 * @param busiest the three run most often: how often, and the start of the query
+	 */
+	record StatementsRun(long statements, List<String> busiest) {
 	}
 
 	/** Forgets the statements recorded so far (a server started to record them). */

@@ -12,9 +12,8 @@ import java.util.concurrent.atomic.LongAdder;
  * (one thread) each: the producers send {@code steadyRate} messages a second in all (2 000 by
  * default), round robin over the queues, so each queue gets few (40 or 4 a second); reported is
  * the time from send commit to handler start, p50/p99, of a 10 s window after a 20 s warm-up
- * ({@code many-queues}). Then the 500 listeners stay idle: the growth of
- * {@code pg_stat_database.xact_commit} over a minute, from a minute after the run (when every
- * backend has reported the run's commits), is what they cost PostgreSQL ({@code many-queues-idle}).
+ * ({@code many-queues}). Then the 500 listeners stay idle: the queries PostgreSQL runs over a
+ * minute, from 30 s after the run, are what they cost it ({@code many-queues-idle}).
  * A minute is one period of the pollers' safeguard poll: they went idle together, so a shorter
  * window counts all of their safeguard polls or none. Only systems that have queues take part.
  */
@@ -35,21 +34,15 @@ final class ManyQueuesScenario {
 
 	private static final Duration GRACE = Duration.ofSeconds(10);
 
-	// Longer than the 60 s a backend may hold back its statistics: an idle one reports them after
-	// 10 s, but only if it gets the shared statistics' lock at once, and when hundreds report
-	// together some wait for the forced report a minute after their last one. With 11 s, the window
-	// of 500 transactional listeners counted the run's own commits (946 a second, idle).
-	private static final long IDLE_SETTLE_MILLIS = 61_000;
+	// From 30 s to 90 s after the pollers went idle, together, at the end of the run: each idle pgqueue
+	// poller polls once a safeguard wait, PollLoop.WATCHED_IDLE_FACTOR poll intervals of a second
+	// within a fifth either way (48 to 72 s), so the window holds exactly one such poll of each.
+	private static final long IDLE_SETTLE_MILLIS = 30_000;
 
-	// PollLoop.WATCHED_IDLE_FACTOR poll intervals of a second: each idle pgqueue poller's safeguard poll,
-	// on average (each wait is drawn within a fifth of that either way).
 	private static final long IDLE_WINDOW_MILLIS = 60_000;
 
 	/** How many listeners are measured idle as well. */
 	private static final int IDLE_LISTENERS = 500;
-
-	/** The two statements of each reading of the counter: one of them falls inside the window. */
-	private static final int READING_STATEMENTS = 2;
 
 	private final BenchContext context;
 
@@ -120,10 +113,9 @@ final class ManyQueuesScenario {
 
 	private void measureIdle(QueueSystem system, int listeners) {
 		BenchContext.pause(IDLE_SETTLE_MILLIS);
-		long before = this.context.database().committedTransactions();
-		BenchContext.pause(IDLE_WINDOW_MILLIS);
-		long after = this.context.database().committedTransactions();
-		double perSecond = Math.max(0, after - before - READING_STATEMENTS) / (IDLE_WINDOW_MILLIS / 1000.0);
+		BenchDatabase.StatementsRun run = this.context.database().statementsDuring(IDLE_WINDOW_MILLIS);
+		double perSecond = run.statements() / (IDLE_WINDOW_MILLIS / 1000.0);
+		run.busiest().forEach((line) -> System.out.println("# many-queues-idle " + system.name() + ": " + line));
 		this.context.results()
 			.add(new BenchRow("many-queues-idle", system.name(), listeners, "-", 0, null, null, null, Map.of())
 				.with("statements_per_s", perSecond)

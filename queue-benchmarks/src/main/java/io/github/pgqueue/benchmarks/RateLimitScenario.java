@@ -15,6 +15,7 @@ import io.github.pgqueue.QueueDefinition;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.RateLimit;
 import io.github.pgqueue.internal.QueueSql;
+import io.github.pgqueue.internal.TokenBucket;
 import io.github.pgqueue.listener.ContainerProperties;
 import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
@@ -87,6 +88,7 @@ final class RateLimitScenario {
 			}
 		}
 		takeTime();
+		keyTakeTime();
 		this.context.database().execute("TRUNCATE pgqueue.message");
 	}
 
@@ -161,6 +163,35 @@ final class RateLimitScenario {
 		catch (SQLException ex) {
 			throw new IllegalStateException("Could not time take_tokens", ex);
 		}
+	}
+
+	/**
+	 * The mean time of a take of the keys' tokens ({@code take_key_tokens}, in its own transaction
+	 * with its planner settings) as a transactional poller makes it, on a connection of the
+	 * consumers' pool each time: 10 wanted, of a backlog over {@link #KEYS} keys, granted every time.
+	 */
+	private void keyTakeTime() {
+		this.context.database().execute("TRUNCATE pgqueue.message");
+		this.admin.declare(QueueDefinition.of(QUEUE).withConcurrencyKey("tenant", null, FAR_ABOVE));
+		this.context.database().admin().update("""
+				INSERT INTO pgqueue.message (queue, payload, headers, concurrency_key)
+				SELECT ?, jsonb_build_object('n', g), jsonb_build_object('tenant', 't' || g % ?), 't' || g % ?
+				  FROM generate_series(1, 10000) g""", QUEUE, KEYS, KEYS);
+		this.context.database().vacuumAnalyze("pgqueue.message");
+		TokenBucket bucket = TokenBucket.onDataSource(this.context.database().consumerPool(), QueueSql.of("pgqueue"));
+		int takes = this.context.options().quick() ? 5_000 : 20_000;
+		long started = 0;
+		for (int i = -1_000; i < takes; i++) {
+			if (i == 0) {
+				started = System.nanoTime();
+			}
+			if (bucket.takeForKeys(QUEUE, 10, "").total() == 0) {
+				throw new IllegalStateException("A take of the keys' tokens of '" + QUEUE + "' was granted none");
+			}
+		}
+		double micros = (System.nanoTime() - started) / 1e3 / takes;
+		this.context.results().ratio(String.format(java.util.Locale.ROOT,
+				"scenario=rate-limit take_key_tokens_us=%.1f takes=%d", micros, takes));
 	}
 
 	private static double median(List<Double> values) {

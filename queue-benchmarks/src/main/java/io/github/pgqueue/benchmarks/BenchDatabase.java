@@ -45,6 +45,9 @@ final class BenchDatabase implements AutoCloseable {
 
 	private final JdbcTemplate admin;
 
+	/** Which statements {@code pg_stat_statements} counts but while {@link #statementsDuring} does. */
+	private String tracking = "none";
+
 	private BenchDatabase(EmbeddedPostgres server) {
 		this.server = server;
 		this.jdbcUrl = "jdbc:postgresql://localhost:" + server.getPort() + "/postgres";
@@ -66,8 +69,8 @@ final class BenchDatabase implements AutoCloseable {
 	/**
 	 * Starts the server with the settings of the project's test database: durability is off, so
 	 * the figures measure CPU and locking rather than this machine's disk. {@code pg_stat_statements}
-	 * counts the statements of every run ({@link #statementCalls()}); with {@code recordStatements},
-	 * those run inside functions too, for {@link #busiestStatements}.
+	 * is loaded, to count queries in {@link #statementsDuring}; with {@code recordStatements} it
+	 * records every statement, those run inside functions too, for {@link #busiestStatements}.
 	 */
 	static BenchDatabase start(boolean recordStatements) {
 		try {
@@ -77,8 +80,6 @@ final class BenchDatabase implements AutoCloseable {
 				.setServerConfig("synchronous_commit", "off")
 				.setServerConfig("full_page_writes", "off")
 				.setServerConfig("shared_preload_libraries", "pg_stat_statements")
-				// Statements inside functions too, for the probe: a claim's listed_by_the_dead is one.
-				.setServerConfig("pg_stat_statements.track", recordStatements ? "all" : "top")
 				// Queries only, not BEGIN, COMMIT or SET.
 				.setServerConfig("pg_stat_statements.track_utility", "off")
 				// Enough never to evict a statement: an evicted one takes its calls with it.
@@ -86,6 +87,10 @@ final class BenchDatabase implements AutoCloseable {
 			BenchDatabase database = new BenchDatabase(builder.start());
 			try {
 				database.execute("CREATE EXTENSION pg_stat_statements");
+				// Statements inside functions too, for the probe: a claim's listed_by_the_dead is one.
+				// Otherwise none, but while statementsDuring counts: other figures are taken as before.
+				database.tracking = recordStatements ? "all" : "none";
+				database.track(database.tracking);
 			}
 			catch (RuntimeException ex) {
 				database.close();
@@ -185,9 +190,18 @@ final class BenchDatabase implements AutoCloseable {
 	 * hear of a backend's commits up to a minute late. The readings themselves are left out.
 	 */
 	StatementsRun statementsDuring(long millis) {
-		Map<String, Long> before = statementCalls();
-		BenchContext.pause(millis);
-		Map<String, Long> after = statementCalls();
+		Map<String, Long> before;
+		Map<String, Long> after;
+		track("top");
+		try {
+			BenchContext.pause(1_000); // for the server to signal every backend
+			before = statementCalls();
+			BenchContext.pause(millis);
+			after = statementCalls();
+		}
+		finally {
+			track(this.tracking);
+		}
 		Map<String, Long> run = new HashMap<>();
 		after.forEach((query, calls) -> {
 			long delta = calls - before.getOrDefault(query, 0L);
@@ -202,6 +216,16 @@ final class BenchDatabase implements AutoCloseable {
 			.map((entry) -> "calls=" + entry.getValue() + " " + head(entry.getKey()))
 			.toList();
 		return new StatementsRun(run.values().stream().mapToLong(Long::longValue).sum(), busiest);
+	}
+
+	/**
+	 * Sets which statements {@code pg_stat_statements} counts, server-wide: in the configuration
+	 * (a setting on the server's command line would hide it), reloaded. A backend reads the new
+	 * setting before its next command, however long it was idle.
+	 */
+	private void track(String statements) {
+		execute("ALTER SYSTEM SET pg_stat_statements.track = '" + statements + "'");
+		execute("SELECT pg_reload_conf()");
 	}
 
 	/** The first 100 characters of {@code query}, each run of white space made one space. */

@@ -6,7 +6,8 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * The command line: {@code quick} (send, send-batch, drain, latency-idle and binder at reduced size) or
+ * The command line: {@code quick} (send, send-batch, drain, latency-idle and binder at reduced size;
+ * binder only when {@code systems=} names its systems) or
  * {@code full} (every scenario); {@code only=a,b} to pick scenarios; {@code systems=a,b} to measure only
  * the systems of these names (ratios need their baseline among them; a quick run without it measures
  * {@link #QUICK_SYSTEMS}); {@code churn-seconds=N},

@@ -61,6 +61,7 @@ public final class BenchmarkMain {
 			if (options.quick() && options.systems().isEmpty()) {
 				List<String> left = new ArrayList<>(every.stream().map(QueueSystem::name).toList());
 				left.addAll(NodePeers.NAMES);
+				left.addAll(BinderSystem.NAMES);
 				left.removeAll(BenchOptions.QUICK_SYSTEMS);
 				System.out.println("# quick run: " + String.join(", ", left) + " left out; name them in systems= to measure them");
 			}

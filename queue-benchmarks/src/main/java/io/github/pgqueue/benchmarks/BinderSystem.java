@@ -2,6 +2,7 @@ package io.github.pgqueue.benchmarks;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 import io.github.pgqueue.ConsumptionMode;
@@ -66,6 +67,11 @@ final class BinderSystem implements QueueSystem {
 		this.batchSize = batchSize;
 		this.template = application.getBean(QueueTemplate.class);
 	}
+
+	/** Every binder scenario system's name. */
+	static final List<String> NAMES = Arrays.stream(Path.values())
+		.flatMap((path) -> Arrays.stream(ConsumptionMode.values()).map((mode) -> name(path, mode)))
+		.toList();
 
 	static String name(Path path, ConsumptionMode mode) {
 		return path.name + ((mode == ConsumptionMode.TRANSACTIONAL) ? "-tx" : "");

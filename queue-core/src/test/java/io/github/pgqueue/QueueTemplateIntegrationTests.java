@@ -1,6 +1,7 @@
 package io.github.pgqueue;
 
 import java.sql.Connection;
+import java.sql.DriverManager;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
@@ -179,7 +180,10 @@ class QueueTemplateIntegrationTests {
 
 	@Test
 	void plainSqlInsertIsReceivedAndWakesListeners() throws Exception {
-		try (Connection listener = this.dataSource.getConnection(); Statement statement = listener.createStatement()) {
+		// A connection of its own: a pooled one may still listen on another test's channel.
+		EmbeddedPostgres postgres = EmbeddedPostgres.get();
+		try (Connection listener = DriverManager.getConnection(postgres.jdbcUrl(), postgres.username(), "");
+				Statement statement = listener.createStatement()) {
 			statement.execute("LISTEN pgqueue");
 			this.jdbc.update("INSERT INTO pgqueue.message (queue, payload) VALUES ('psql', '{\"to\":\"b@example.com\",\"subject\":\"s\"}'), "
 					+ "('psql', '{\"to\":\"c@example.com\",\"subject\":\"s\"}')");

@@ -1,6 +1,7 @@
 package io.github.pgqueue.listener;
 
 import java.sql.Connection;
+import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
@@ -40,7 +41,7 @@ class NotificationReaderIntegrationTests {
 				connection.close();
 			}
 			catch (SQLException ex) {
-				// Aborted by the test: the pool drops it.
+				// Aborted by the test: closed already.
 			}
 		}
 	}
@@ -163,9 +164,12 @@ class NotificationReaderIntegrationTests {
 		return connection;
 	}
 
+	/**
+	 * A connection of its own, closed after the test: not one of the shared pool, which would keep
+	 * it listening, with the notifications it had read and not handed over, for the next test.
+	 */
 	private Connection open() throws SQLException {
-		Connection connection = this.postgres.dataSource().getConnection();
-		connection.setAutoCommit(true);
+		Connection connection = DriverManager.getConnection(this.postgres.jdbcUrl(), this.postgres.username(), "");
 		this.connections.add(connection);
 		return connection;
 	}

@@ -45,11 +45,16 @@ final class BenchDatabase implements AutoCloseable {
 
 	private final JdbcTemplate admin;
 
-	/** Which statements {@code pg_stat_statements} counts but while {@link #statementsDuring} does. */
-	private String tracking = "none";
+	/**
+	 * Which statements {@code pg_stat_statements} counts but while {@link #statementsDuring} does:
+	 * all, those run inside functions too, for the probe (a claim's listed_by_the_dead is one);
+	 * otherwise none, so that the other figures are taken without it.
+	 */
+	private final String tracking;
 
-	private BenchDatabase(EmbeddedPostgres server) {
+	private BenchDatabase(EmbeddedPostgres server, boolean recordStatements) {
 		this.server = server;
+		this.tracking = recordStatements ? "all" : "none";
 		this.jdbcUrl = "jdbc:postgresql://localhost:" + server.getPort() + "/postgres";
 		this.appPool = pool("bench-app", 24, false);
 		// One session per listener thread: many-queues runs 500 listeners in one JVM.
@@ -84,12 +89,9 @@ final class BenchDatabase implements AutoCloseable {
 				.setServerConfig("pg_stat_statements.track_utility", "off")
 				// Enough never to evict a statement: an evicted one takes its calls with it.
 				.setServerConfig("pg_stat_statements.max", "10000");
-			BenchDatabase database = new BenchDatabase(builder.start());
+			BenchDatabase database = new BenchDatabase(builder.start(), recordStatements);
 			try {
 				database.execute("CREATE EXTENSION pg_stat_statements");
-				// Statements inside functions too, for the probe: a claim's listed_by_the_dead is one.
-				// Otherwise none, but while statementsDuring counts: other figures are taken as before.
-				database.tracking = recordStatements ? "all" : "none";
 				database.track(database.tracking);
 			}
 			catch (RuntimeException ex) {

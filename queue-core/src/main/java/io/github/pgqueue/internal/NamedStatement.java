@@ -86,6 +86,9 @@ public final class NamedStatement<P extends Record> {
 
 	private final Map<Long, NamedStatement<P>> variants;
 
+	/** What {@link #between} made of this statement, by its {@code before} and {@code after}. */
+	private final Map<List<String>, NamedStatement<P>> surrounded = new ConcurrentHashMap<>();
+
 	private NamedStatement(String name, String template, Class<P> parameters, Map<Long, NamedStatement<P>> variants) {
 		this.name = name;
 		this.template = template;
@@ -220,11 +223,15 @@ public final class NamedStatement<P extends Record> {
 	/**
 	 * This statement between {@code before} and {@code after} (either may be empty), statements
 	 * without parameters sent in the same round trip: their results come before and after its own.
+	 * Made once for each {@code before} and {@code after}, so that a caller may ask for it on every
+	 * run.
 	 */
 	public NamedStatement<P> between(String before, String after) {
 		sql(); // not a claim's template
-		String text = (before.isEmpty() ? "" : before + ";\n") + this.named + (after.isEmpty() ? "" : ";\n" + after);
-		return new NamedStatement<>(this.name, text, this.parameters, new ConcurrentHashMap<>());
+		return this.surrounded.computeIfAbsent(List.of(before, after), (key) -> {
+			String text = (before.isEmpty() ? "" : before + ";\n") + this.named + (after.isEmpty() ? "" : ";\n" + after);
+			return new NamedStatement<>(this.name, text, this.parameters, new ConcurrentHashMap<>());
+		});
 	}
 
 	/** The statement's name: its resource and its name there. */

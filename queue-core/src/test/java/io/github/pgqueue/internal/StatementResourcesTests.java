@@ -102,6 +102,20 @@ class StatementResourcesTests {
 		}
 	}
 
+	/**
+	 * A statement between others is made once for each pair: TokenBucket asks for the key take
+	 * between its planner settings on every take, and making it parses the text again (70 µs).
+	 */
+	@Test
+	void aStatementBetweenOthersIsMadeOncePerPair() {
+		QueueSql sql = QueueSql.of("stmt_schema");
+		NamedStatement<QueueSql.TakeKeyTokens> planned = sql.takeKeyTokens.between(TokenBucket.KEY_PLANS, "");
+		assertThat(sql.takeKeyTokens.between(TokenBucket.KEY_PLANS, "")).isSameAs(planned);
+		assertThat(planned.sql()).startsWith(TokenBucket.KEY_PLANS + ";\n").endsWith(sql.takeKeyTokens.sql());
+		assertThat(sql.takeKeyTokens.between("", "COMMIT")).isNotSameAs(planned)
+			.satisfies((other) -> assertThat(other.sql()).isEqualTo(sql.takeKeyTokens.sql() + ";\nCOMMIT"));
+	}
+
 	@Test
 	void everyQueueSqlStatementLoadsAndEveryResourceStatementIsOne() throws Exception {
 		// Another schema than the default, so that a table left unqualified by the replacement shows.

@@ -1,5 +1,9 @@
 package io.github.pgqueue;
 
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.List;
 
 import javax.sql.DataSource;
@@ -217,6 +221,41 @@ class QueueAccessIntegrationTests {
 		for (String queue : List.of("a", "b", "c")) {
 			assertThatExceptionOfType(RuntimeException.class).isThrownBy(() -> alice.send(queue, 1))
 				.havingRootCause().withMessageContaining("violates row-level security policy");
+		}
+	}
+
+	/**
+	 * Whether a restricted role may use a queue is decided once per statement, not once per row: a
+	 * role's claims of many messages cost about what the tables' owner's do. Counted as calls of
+	 * pgqueue's functions in alice's transaction, which reads 200 of her messages among 200 of
+	 * another queue and deletes hers.
+	 */
+	@Test
+	void aRestrictedRolesAccessIsDecidedOncePerStatementNotOncePerRow() throws SQLException {
+		this.admin.grant("alice", "bulk", QueueAdmin.Access.SEND, QueueAdmin.Access.CONSUME);
+		this.owner.update("INSERT INTO pgqueue.message (queue, payload) SELECT q, '1' "
+				+ "FROM unnest(ARRAY['bulk', 'elsewhere']) AS q, generate_series(1, 200)");
+		this.owner.execute("ALTER ROLE alice SET track_functions = 'all'");
+		try (Connection connection = as("alice").getConnection(); Statement statement = connection.createStatement()) {
+			connection.setAutoCommit(false);
+			assertThat(count(statement, "SELECT count(*) FROM pgqueue.message")).as("alice sees her queue's").isEqualTo(200);
+			assertThat(statement.executeUpdate("DELETE FROM pgqueue.message WHERE id IN "
+					+ "(SELECT id FROM pgqueue.message ORDER BY id FOR UPDATE SKIP LOCKED)")).isEqualTo(200);
+			assertThat(count(statement, "SELECT sum(pg_stat_get_xact_function_calls(p.oid)) FROM pg_catalog.pg_proc p "
+					+ "WHERE p.pronamespace = 'pgqueue'::regnamespace"))
+				.as("calls of pgqueue's functions: a few per statement, not one or more per row").isLessThan(10);
+			connection.rollback();
+		}
+		finally {
+			this.owner.execute("ALTER ROLE alice RESET track_functions");
+			this.owner.update("DELETE FROM pgqueue.message WHERE queue IN ('bulk', 'elsewhere')");
+		}
+	}
+
+	private static long count(Statement statement, String sql) throws SQLException {
+		try (ResultSet rs = statement.executeQuery(sql)) {
+			rs.next();
+			return rs.getLong(1);
 		}
 	}
 

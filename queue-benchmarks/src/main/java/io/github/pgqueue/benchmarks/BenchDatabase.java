@@ -106,10 +106,19 @@ final class BenchDatabase implements AutoCloseable {
 	}
 
 	private HikariDataSource pool(String name, int size, boolean batchedInserts) {
+		return pool(name, "postgres", size, batchedInserts);
+	}
+
+	/** A pool of {@code size} connections logged in as {@code role}, for the caller to close. */
+	HikariDataSource poolAs(String role, int size) {
+		return pool("bench-" + role, role, size, false);
+	}
+
+	private HikariDataSource pool(String name, String user, int size, boolean batchedInserts) {
 		HikariConfig config = new HikariConfig();
 		config.setPoolName(name);
 		config.setJdbcUrl(this.jdbcUrl);
-		config.setUsername("postgres");
+		config.setUsername(user);
 		config.setMaximumPoolSize(size);
 		config.setMinimumIdle(0);
 		config.addDataSourceProperty("ApplicationName", name);

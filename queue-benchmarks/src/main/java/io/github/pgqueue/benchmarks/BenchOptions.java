@@ -29,7 +29,7 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 
 	static final List<String> ALL = List.of("send", "send-batch", "drain", "latency-idle", "delayed", "steady",
 			"backlog", "idle-cost", "many-queues", "churn", "pressure", "filter", "fifo-groups", "memory", "binder",
-			"retention", "rate-limit", "noisy-neighbour");
+			"retention", "rate-limit", "granted-role", "noisy-neighbour");
 
 	static final List<String> QUICK = List.of("send", "send-batch", "drain", "latency-idle", "binder");
 

@@ -102,6 +102,7 @@ public final class BenchmarkMain {
 			case "binder" -> new BinderScenario(context).run();
 			case "retention" -> new RetentionScenario(context).run();
 			case "rate-limit" -> new RateLimitScenario(context).run();
+			case "granted-role" -> new GrantedRoleScenario(context).run();
 			case "noisy-neighbour" -> new NoisyNeighbourScenario(context).run();
 			default -> throw new IllegalArgumentException("Unknown scenario " + scenario);
 		}

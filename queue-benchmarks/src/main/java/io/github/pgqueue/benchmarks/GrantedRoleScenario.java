@@ -1,0 +1,123 @@
+package io.github.pgqueue.benchmarks;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
+
+import javax.sql.DataSource;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueAdmin;
+import io.github.pgqueue.QueueContext;
+import io.github.pgqueue.listener.ContainerProperties;
+import io.github.pgqueue.listener.DefaultQueueErrorHandler;
+import io.github.pgqueue.listener.QueueListenerEndpoint;
+import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
+
+/**
+ * {@code granted-role}: what per-role access costs a consumer. The same backlog drained by 4
+ * consumers at batch 10 and 100, in both modes, logged in as the tables' owner (whom row-level
+ * security does not restrict) and as a role granted send and consume on the queue (whose every
+ * statement on the message table the policies check), alternated three times, median.
+ */
+final class GrantedRoleScenario {
+
+	private static final String QUEUE = "granted-bench";
+
+	private static final String ROLE = "bench_consumer";
+
+	private static final int CONSUMERS = 4;
+
+	private final BenchContext context;
+
+	GrantedRoleScenario(BenchContext context) {
+		this.context = context;
+	}
+
+	void run() {
+		BenchDatabase database = this.context.database();
+		database.execute("DO $$ BEGIN CREATE ROLE " + ROLE + " LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$");
+		new QueueAdmin(QueueContext.of(database.adminPool())).grant(ROLE, QUEUE, QueueAdmin.Access.SEND,
+				QueueAdmin.Access.CONSUME);
+		int backlog = this.context.options().quick() ? 20_000 : 60_000;
+		try (HikariDataSource granted = database.poolAs(ROLE, CONSUMERS + 4)) {
+			for (ConsumptionMode mode : ConsumptionMode.values()) {
+				for (int batch : List.of(10, 100)) {
+					List<Double> owner = new ArrayList<>();
+					List<Double> role = new ArrayList<>();
+					for (int round = 0; round < 3; round++) {
+						owner.add(drain(database.consumerPool(), mode, batch, backlog, "owner"));
+						role.add(drain(granted, mode, batch, backlog, ROLE));
+					}
+					String system = (mode == ConsumptionMode.TRANSACTIONAL) ? "pgqueue-tx" : "pgqueue";
+					double ownerRate = median(owner);
+					double roleRate = median(role);
+					this.context.results().add(BenchRow.throughput("granted-role", system, CONSUMERS,
+							String.valueOf(batch), backlog, ownerRate).with("runs", owner.toString()));
+					this.context.results().add(BenchRow.throughput("granted-role", system + "-granted", CONSUMERS,
+							String.valueOf(batch), backlog, roleRate).with("runs", role.toString()));
+					this.context.results().ratio("scenario=granted-role system=" + system + " consumers=" + CONSUMERS
+							+ " batch=" + batch + " granted/owner=" + Results.ratio(roleRate / ownerRate));
+				}
+			}
+		}
+		finally {
+			database.execute("TRUNCATE pgqueue.message");
+		}
+	}
+
+	/**
+	 * Drains a backlog of {@code messages} with consumers logged in through {@code pool} as
+	 * {@code who}; msgs/s.
+	 */
+	private double drain(DataSource pool, ConsumptionMode mode, int batch, int messages, String who) {
+		BenchDatabase database = this.context.database();
+		database.execute("TRUNCATE pgqueue.message");
+		database.admin().update("INSERT INTO pgqueue.message (queue, payload) "
+				+ "SELECT ?, jsonb_build_object('n', g) FROM generate_series(1, ?) g", QUEUE, messages);
+		database.vacuumAnalyze("pgqueue.message");
+		LongAdder handled = new LongAdder();
+		QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(QueueContext.of(pool), pool,
+				Duration.ofSeconds(10));
+		registry.registerListenerEndpoint(QueueListenerEndpoint.builder("granted-bench")
+				.listener(Tick.class, (message, ack) -> handled.increment())
+				.containerProperties(ContainerProperties.builder(List.of(QUEUE))
+					.concurrency(CONSUMERS)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(batch)
+					.pollInterval(PgQueueSystem.POLL_INTERVAL)
+					.mode(mode)
+					.build())
+				.build());
+		this.context.startProbe();
+		long started = System.nanoTime();
+		long deadline = started + Duration.ofSeconds(120).toNanos();
+		long finished;
+		registry.start();
+		try {
+			do {
+				BenchContext.pause(2);
+				finished = System.nanoTime();
+			}
+			while (handled.sum() < messages && finished < deadline);
+		}
+		finally {
+			registry.stop();
+		}
+		this.context.endProbe("granted-role " + mode.name().toLowerCase(java.util.Locale.ROOT) + " " + who + " "
+				+ CONSUMERS + "x" + batch);
+		if (handled.sum() < messages) {
+			throw new IllegalStateException("Consumers logged in through " + pool + " handled " + handled.sum()
+					+ " of " + messages + " messages of '" + QUEUE + "' in 120 s");
+		}
+		return handled.sum() / ((finished - started) / 1e9);
+	}
+
+	private static double median(List<Double> values) {
+		List<Double> sorted = values.stream().sorted().toList();
+		return sorted.get(sorted.size() / 2);
+	}
+
+}

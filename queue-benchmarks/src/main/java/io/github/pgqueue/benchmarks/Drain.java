@@ -6,6 +6,8 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
 
+import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
+
 /**
  * Times consumers working through a backlog that is already in the table; warms them up first and
  * sizes the backlog of the timed drains by the rate the warm-up reached.
@@ -25,6 +27,48 @@ final class Drain {
 	static final double FIRST_GUESS = 5_000;
 
 	private Drain() {
+	}
+
+	/**
+	 * Starts {@code registry}'s listeners and stops them once they handled {@code messages}, or
+	 * {@code cap} after the start: how long they ran, and how many messages they had handled by then.
+	 */
+	static Listened listenUntilHandled(QueueListenerEndpointRegistry registry, LongAdder handled, long messages,
+			Duration cap) {
+		long started = System.nanoTime();
+		long deadline = started + cap.toNanos();
+		long finished;
+		long handledBy;
+		registry.start();
+		try {
+			do {
+				BenchContext.pause(2);
+				handledBy = handled.sum();
+				finished = System.nanoTime();
+			}
+			while (handledBy < messages && finished < deadline);
+		}
+		finally {
+			registry.stop();
+		}
+		return new Listened(finished - started, handledBy);
+	}
+
+	/**
+	 * What {@link #listenUntilHandled} measured.
+	 * @param nanos how long the listeners ran before they were told to stop
+	 * @param handled how many messages they had handled by then
+	 */
+	record Listened(long nanos, long handled) {
+
+		double seconds() {
+			return this.nanos / 1e9;
+		}
+
+		double perSecond() {
+			return this.handled / seconds();
+		}
+
 	}
 
 	/**

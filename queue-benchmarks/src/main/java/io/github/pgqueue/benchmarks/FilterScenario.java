@@ -175,22 +175,9 @@ final class FilterScenario {
 					.filter(filter)
 					.build())
 				.build());
-		long started = System.nanoTime();
-		long deadline = started + CAP.toNanos();
-		long finished;
-		registry.start();
-		try {
-			do {
-				BenchContext.pause(2);
-				finished = System.nanoTime();
-			}
-			while (handled.sum() < MATCHING && finished < deadline);
-		}
-		finally {
-			registry.stop();
-		}
+		Drain.Listened listened = Drain.listenUntilHandled(registry, handled, MATCHING, CAP);
 		long left = this.context.database().queryLong("SELECT count(*) FROM pgqueue.message WHERE queue = ?", QUEUE);
-		double seconds = (finished - started) / 1e9;
+		double seconds = listened.seconds();
 		this.context.results()
 			.add(BenchRow.throughput(scenario, system, CONCURRENCY, String.valueOf(BATCH), handled.sum(),
 					handled.sum() / seconds)

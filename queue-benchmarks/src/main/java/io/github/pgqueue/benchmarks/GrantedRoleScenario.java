@@ -17,10 +17,11 @@ import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 
 /**
- * {@code granted-role}: what per-role access costs a consumer. The same backlog drained by 4
- * consumers at batch 10 and 100, in both modes, logged in as the tables' owner (whom row-level
- * security does not restrict) and as a role granted send and consume on the queue (whose every
- * statement on the message table the policies check), alternated three times, median.
+ * {@code granted-role}: what per-role access costs a consumer. Consumers (4, at batch 10 and 100,
+ * in both modes) logged in as the tables' owner, whom row-level security does not restrict, and as
+ * a role granted send and consume on the queue, whose every statement on the message table the
+ * policies check, each drain the same backlog for the run's drain time ({@code drain-seconds}),
+ * alternated three times, median.
  */
 final class GrantedRoleScenario {
 
@@ -41,8 +42,12 @@ final class GrantedRoleScenario {
 		database.execute("DO $$ BEGIN CREATE ROLE " + ROLE + " LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$");
 		new QueueAdmin(QueueContext.of(database.adminPool())).grant(ROLE, QUEUE, QueueAdmin.Access.SEND,
 				QueueAdmin.Access.CONSUME);
-		int backlog = this.context.options().quick() ? 20_000 : 60_000;
+		// More than the fastest side drains in the drain time (about 100 000 msg/s here).
+		int backlog = (int) Math.min(2_000_000, 150_000 * this.context.options().drainTime().toSeconds());
 		try (HikariDataSource granted = database.poolAs(ROLE, CONSUMERS + 4)) {
+			// Unmeasured: the JIT and both pools settle before the first measured drain.
+			drain(database.consumerPool(), ConsumptionMode.TRANSACTIONAL, 10, backlog, "owner (warm-up)");
+			drain(granted, ConsumptionMode.SESSION, 10, backlog, ROLE + " (warm-up)");
 			for (ConsumptionMode mode : ConsumptionMode.values()) {
 				for (int batch : List.of(10, 100)) {
 					List<Double> owner = new ArrayList<>();
@@ -69,8 +74,8 @@ final class GrantedRoleScenario {
 	}
 
 	/**
-	 * Drains a backlog of {@code messages} with consumers logged in through {@code pool} as
-	 * {@code who}; msgs/s.
+	 * Drains a backlog of {@code messages} for the drain time with consumers logged in through
+	 * {@code pool} as {@code who}; msgs/s.
 	 */
 	private double drain(DataSource pool, ConsumptionMode mode, int batch, int messages, String who) {
 		BenchDatabase database = this.context.database();
@@ -92,27 +97,15 @@ final class GrantedRoleScenario {
 					.build())
 				.build());
 		this.context.startProbe();
-		long started = System.nanoTime();
-		long deadline = started + Duration.ofSeconds(120).toNanos();
-		long finished;
-		registry.start();
-		try {
-			do {
-				BenchContext.pause(2);
-				finished = System.nanoTime();
-			}
-			while (handled.sum() < messages && finished < deadline);
-		}
-		finally {
-			registry.stop();
-		}
+		Drain.Listened listened = Drain.listenUntilHandled(registry, handled, messages,
+				this.context.options().drainTime());
 		this.context.endProbe("granted-role " + mode.name().toLowerCase(java.util.Locale.ROOT) + " " + who + " "
 				+ CONSUMERS + "x" + batch);
-		if (handled.sum() < messages) {
-			throw new IllegalStateException("Consumers logged in through " + pool + " handled " + handled.sum()
-					+ " of " + messages + " messages of '" + QUEUE + "' in 120 s");
+		if (listened.handled() == 0) {
+			throw new IllegalStateException("Consumers logged in as " + who + " handled none of " + messages
+					+ " messages of '" + QUEUE + "' in " + this.context.options().drainTime().toSeconds() + " s");
 		}
-		return handled.sum() / ((finished - started) / 1e9);
+		return listened.perSecond();
 	}
 
 	private static double median(List<Double> values) {

@@ -122,21 +122,7 @@ final class RateLimitScenario {
 					.mode(mode)
 					.build())
 				.build());
-		long started = System.nanoTime();
-		long deadline = started + Duration.ofSeconds(120).toNanos();
-		long finished;
-		registry.start();
-		try {
-			do {
-				BenchContext.pause(2);
-				finished = System.nanoTime();
-			}
-			while (handled.sum() < messages && finished < deadline);
-		}
-		finally {
-			registry.stop();
-		}
-		return handled.sum() / ((finished - started) / 1e9);
+		return Drain.listenUntilHandled(registry, handled, messages, Duration.ofSeconds(120)).perSecond();
 	}
 
 	/** The mean time of {@code take_tokens} on one connection, granted every time. */

@@ -226,9 +226,9 @@ class QueueAccessIntegrationTests {
 
 	/**
 	 * Whether a restricted role may use a queue is decided once per statement, not once per row: a
-	 * role's claims of many messages cost about what the tables' owner's do. Counted as calls of
-	 * pgqueue's functions in alice's transaction, which reads 200 of her messages among 200 of
-	 * another queue and deletes hers.
+	 * role's statements over many messages cost about what the tables' owner's do. Counted as calls
+	 * of pgqueue's functions, statement by statement, in alice's transaction: it reads 200 of her
+	 * messages among 200 of another queue, sends 100 in one statement, and takes and deletes her 300.
 	 */
 	@Test
 	void aRestrictedRolesAccessIsDecidedOncePerStatementNotOncePerRow() throws SQLException {
@@ -238,18 +238,41 @@ class QueueAccessIntegrationTests {
 		this.owner.execute("ALTER ROLE alice SET track_functions = 'all'");
 		try (Connection connection = as("alice").getConnection(); Statement statement = connection.createStatement()) {
 			connection.setAutoCommit(false);
+			assertThat(count(statement, "SELECT (current_setting('track_functions') = 'all')::int"))
+				.as("function calls are counted").isOne();
+			long calls = functionCalls(statement);
+
 			assertThat(count(statement, "SELECT count(*) FROM pgqueue.message")).as("alice sees her queue's").isEqualTo(200);
+			calls = assertFewCalls(statement, calls, "a read of 400 rows");
+			assertThat(statement.executeUpdate("INSERT INTO pgqueue.message (queue, payload) "
+					+ "SELECT 'bulk', '2' FROM generate_series(1, 100)")).isEqualTo(100);
+			calls = assertFewCalls(statement, calls, "a send of 100 rows");
 			assertThat(statement.executeUpdate("DELETE FROM pgqueue.message WHERE id IN "
-					+ "(SELECT id FROM pgqueue.message ORDER BY id FOR UPDATE SKIP LOCKED)")).isEqualTo(200);
-			assertThat(count(statement, "SELECT sum(pg_stat_get_xact_function_calls(p.oid)) FROM pg_catalog.pg_proc p "
-					+ "WHERE p.pronamespace = 'pgqueue'::regnamespace"))
-				.as("calls of pgqueue's functions: a few per statement, not one or more per row").isLessThan(10);
+					+ "(SELECT id FROM pgqueue.message ORDER BY id FOR UPDATE SKIP LOCKED)")).isEqualTo(300);
+			assertFewCalls(statement, calls, "a take and delete of 300 rows");
 			connection.rollback();
 		}
 		finally {
 			this.owner.execute("ALTER ROLE alice RESET track_functions");
 			this.owner.update("DELETE FROM pgqueue.message WHERE queue IN ('bulk', 'elsewhere')");
 		}
+	}
+
+	/**
+	 * Asserts that the last statement called pgqueue's functions at least once (the policies ask
+	 * through them, and their calls are counted) and at most a few times; the calls so far.
+	 */
+	private static long assertFewCalls(Statement statement, long before, String what) throws SQLException {
+		long now = functionCalls(statement);
+		assertThat(now - before).as("calls of pgqueue's functions for %s: a few per statement, not one per row", what)
+			.isBetween(1L, 5L);
+		return now;
+	}
+
+	/** The calls of pgqueue's functions in the current transaction so far. */
+	private static long functionCalls(Statement statement) throws SQLException {
+		return count(statement, "SELECT COALESCE(sum(pg_stat_get_xact_function_calls(p.oid)), 0) "
+				+ "FROM pg_catalog.pg_proc p WHERE p.pronamespace = 'pgqueue'::regnamespace");
 	}
 
 	private static long count(Statement statement, String sql) throws SQLException {

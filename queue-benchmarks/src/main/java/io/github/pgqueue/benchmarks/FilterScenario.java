@@ -179,8 +179,8 @@ final class FilterScenario {
 		long left = this.context.database().queryLong("SELECT count(*) FROM pgqueue.message WHERE queue = ?", QUEUE);
 		double seconds = listened.seconds();
 		this.context.results()
-			.add(BenchRow.throughput(scenario, system, CONCURRENCY, String.valueOf(BATCH), handled.sum(),
-					handled.sum() / seconds)
+			.add(BenchRow.throughput(scenario, system, CONCURRENCY, String.valueOf(BATCH), listened.handled(),
+					listened.perSecond())
 				.with("backlog", (filter != null) ? BACKLOG : MATCHING)
 				.with("drain_ms", seconds * 1000)
 				.with("left", left));

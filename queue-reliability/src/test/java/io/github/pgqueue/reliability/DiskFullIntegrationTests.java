@@ -155,7 +155,11 @@ class DiskFullIntegrationTests {
 					.hasMessageContaining("Cannot send to '" + queue + "'")
 					.hasMessageContaining("out of disk space")
 					.hasMessageContaining("No space left on device"));
+			// Filling the disk for the WAL can first stop a data file from growing: such a send failed
+			// with an error the server survived, and it rightly says nothing was sent. The sends the
+			// crash cut off must not say so.
 			assertThat(walFailures).as("sends that failed when the server crashed: their outcome is unknown")
+				.filteredOn((failure) -> !String.valueOf(failure.getMessage()).contains("could not extend file"))
 				.noneMatch((failure) -> String.valueOf(failure.getMessage()).contains("nothing was sent"));
 			assertThat(serverLog).as("the server's log after the WAL filled")
 				.anyMatch((line) -> line.contains("PANIC") && line.contains("No space left on device"));

@@ -6,6 +6,13 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
 
+import javax.sql.DataSource;
+
+import io.github.pgqueue.ConsumptionMode;
+import io.github.pgqueue.QueueContext;
+import io.github.pgqueue.listener.ContainerProperties;
+import io.github.pgqueue.listener.DefaultQueueErrorHandler;
+import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 
 /**
@@ -27,6 +34,28 @@ final class Drain {
 	static final double FIRST_GUESS = 5_000;
 
 	private Drain() {
+	}
+
+	/**
+	 * A registry, not started, of one listener {@code id} on {@code queue} and {@code pool}:
+	 * {@code concurrency} pollers at {@code batch} in {@code mode}, receiving only messages whose
+	 * headers match {@code filter} if it is not null, each message counted in {@code handled}.
+	 */
+	static QueueListenerEndpointRegistry countingListener(QueueContext context, DataSource pool, String id,
+			String queue, int concurrency, int batch, ConsumptionMode mode, String filter, LongAdder handled) {
+		QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(context, pool, Duration.ofSeconds(10));
+		registry.registerListenerEndpoint(QueueListenerEndpoint.builder(id)
+				.listener(Tick.class, (message, ack) -> handled.increment())
+				.containerProperties(ContainerProperties.builder(List.of(queue))
+					.concurrency(concurrency)
+					.errorHandler(new DefaultQueueErrorHandler())
+					.batchSize(batch)
+					.pollInterval(PgQueueSystem.POLL_INTERVAL)
+					.mode(mode)
+					.filter(filter)
+					.build())
+				.build());
+		return registry;
 	}
 
 	/**

@@ -12,16 +12,12 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
 
-import io.github.pgqueue.AckMode;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.SendOptions;
 import io.github.pgqueue.internal.HeaderFilter;
 import io.github.pgqueue.internal.NamedStatement;
 import io.github.pgqueue.internal.QueueSql;
-import io.github.pgqueue.listener.ContainerProperties;
-import io.github.pgqueue.listener.DefaultQueueErrorHandler;
-import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 
 /**
@@ -162,19 +158,8 @@ final class FilterScenario {
 
 	private void drain(String scenario, String system, ConsumptionMode mode, String filter) {
 		LongAdder handled = new LongAdder();
-		QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
-				this.context.database().consumerPool(), Duration.ofSeconds(10));
-		registry.registerListenerEndpoint(QueueListenerEndpoint.builder("filter-bench")
-				.listener(Tick.class, (message, ack) -> handled.increment())
-				.containerProperties(ContainerProperties.builder(List.of(QUEUE))
-					.concurrency(CONCURRENCY)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(BATCH)
-					.pollInterval(PgQueueSystem.POLL_INTERVAL)
-					.mode(mode)
-					.filter(filter)
-					.build())
-				.build());
+		QueueListenerEndpointRegistry registry = Drain.countingListener(this.template.context(),
+				this.context.database().consumerPool(), "filter-bench", QUEUE, CONCURRENCY, BATCH, mode, filter, handled);
 		Drain.Listened listened = Drain.listenUntilHandled(registry, handled, MATCHING, CAP);
 		long left = this.context.database().queryLong("SELECT count(*) FROM pgqueue.message WHERE queue = ?", QUEUE);
 		double seconds = listened.seconds();

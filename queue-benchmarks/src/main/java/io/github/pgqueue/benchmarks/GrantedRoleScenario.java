@@ -1,6 +1,5 @@
 package io.github.pgqueue.benchmarks;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
@@ -11,9 +10,6 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueContext;
-import io.github.pgqueue.listener.ContainerProperties;
-import io.github.pgqueue.listener.DefaultQueueErrorHandler;
-import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 
 /**
@@ -88,18 +84,8 @@ final class GrantedRoleScenario {
 				+ "SELECT ?, jsonb_build_object('n', g) FROM generate_series(1, ?) g", QUEUE, messages);
 		database.vacuumAnalyze("pgqueue.message");
 		LongAdder handled = new LongAdder();
-		QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(QueueContext.of(pool), pool,
-				Duration.ofSeconds(10));
-		registry.registerListenerEndpoint(QueueListenerEndpoint.builder("granted-bench")
-				.listener(Tick.class, (message, ack) -> handled.increment())
-				.containerProperties(ContainerProperties.builder(List.of(QUEUE))
-					.concurrency(CONSUMERS)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(batch)
-					.pollInterval(PgQueueSystem.POLL_INTERVAL)
-					.mode(mode)
-					.build())
-				.build());
+		QueueListenerEndpointRegistry registry = Drain.countingListener(QueueContext.of(pool), pool, "granted-bench",
+				QUEUE, CONSUMERS, batch, mode, null, handled);
 		this.context.startProbe();
 		Drain.Listened listened = Drain.listenUntilHandled(registry, handled, messages,
 				this.context.options().drainTime());

@@ -16,9 +16,6 @@ import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.RateLimit;
 import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.internal.TokenBucket;
-import io.github.pgqueue.listener.ContainerProperties;
-import io.github.pgqueue.listener.DefaultQueueErrorHandler;
-import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 
 /**
@@ -110,18 +107,8 @@ final class RateLimitScenario {
 				QUEUE, messages, keyed, KEYS, keyed, KEYS);
 		this.context.database().vacuumAnalyze("pgqueue.message");
 		LongAdder handled = new LongAdder();
-		QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(this.template.context(),
-				this.context.database().consumerPool(), Duration.ofSeconds(10));
-		registry.registerListenerEndpoint(QueueListenerEndpoint.builder("rate-bench")
-				.listener(Tick.class, (message, ack) -> handled.increment())
-				.containerProperties(ContainerProperties.builder(List.of(QUEUE))
-					.concurrency(CONSUMERS)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(batch)
-					.pollInterval(PgQueueSystem.POLL_INTERVAL)
-					.mode(mode)
-					.build())
-				.build());
+		QueueListenerEndpointRegistry registry = Drain.countingListener(this.template.context(),
+				this.context.database().consumerPool(), "rate-bench", QUEUE, CONSUMERS, batch, mode, null, handled);
 		return Drain.listenUntilHandled(registry, handled, messages, Duration.ofSeconds(120)).perSecond();
 	}
 

@@ -4,20 +4,29 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 import javax.sql.DataSource;
 
+import io.github.pgqueue.listener.ContainerProperties;
+import io.github.pgqueue.listener.QueueListenerEndpoint;
+import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.PostgresExtension;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DriverManagerDataSource;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 
@@ -222,6 +231,44 @@ class QueueAccessIntegrationTests {
 			assertThatExceptionOfType(RuntimeException.class).isThrownBy(() -> alice.send(queue, 1))
 				.havingRootCause().withMessageContaining("violates row-level security policy");
 		}
+	}
+
+	/**
+	 * Four pollers of a restricted role, in each mode, drain 2 000 messages of the queue it was
+	 * granted among 500 of another queue: each of its messages is handled exactly once, and the
+	 * other queue's are not touched.
+	 */
+	@ParameterizedTest
+	@EnumSource(ConsumptionMode.class)
+	void aRestrictedRolesPollersHandleEachOfItsMessagesOnce(ConsumptionMode mode) {
+		this.admin.grant("alice", "bulk", QueueAdmin.Access.SEND, QueueAdmin.Access.CONSUME);
+		this.owner.update("INSERT INTO pgqueue.message (queue, payload) SELECT q, to_jsonb(n) "
+				+ "FROM unnest(ARRAY['bulk', 'elsewhere']) AS q, generate_series(1, 2000) AS n "
+				+ "WHERE q = 'bulk' OR n <= 500");
+		DataSource alice = as("alice");
+		Map<Integer, Integer> handled = new ConcurrentHashMap<>();
+		QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(QueueContext.of(alice), alice,
+				Duration.ofSeconds(5));
+		registry.registerListenerEndpoint(QueueListenerEndpoint.builder("alice-bulk")
+			.listener(Integer.class, (message, ack) -> handled.merge((Integer) message.payload(), 1, Integer::sum))
+			.containerProperties(ContainerProperties.builder(List.of("bulk"))
+				.concurrency(4)
+				.batchSize(10)
+				.pollInterval(Duration.ofMillis(100))
+				.mode(mode)
+				.build())
+			.build());
+		registry.start();
+		try {
+			await().atMost(Duration.ofSeconds(60)).until(() -> this.owner.queryForObject(
+					"SELECT count(*) FROM pgqueue.message WHERE queue = 'bulk'", Long.class) == 0);
+		}
+		finally {
+			registry.stop();
+			this.owner.update("DELETE FROM pgqueue.message WHERE queue IN ('bulk', 'elsewhere')");
+		}
+		assertThat(handled).as("each of alice's messages once").hasSize(2000)
+			.allSatisfy((payload, times) -> assertThat(times).as("message %d", payload).isOne());
 	}
 
 	/**

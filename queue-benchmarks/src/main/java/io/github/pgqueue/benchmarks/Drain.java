@@ -60,9 +60,9 @@ final class Drain {
 
 	/**
 	 * Starts {@code registry}'s listeners and stops them once they handled {@code messages}, or
-	 * {@code cap} after the start: how long they ran, and how many messages they had handled by then.
+	 * {@code cap} after the start: how many messages they had handled by then, and in how long.
 	 */
-	static Listened listenUntilHandled(QueueListenerEndpointRegistry registry, LongAdder handled, long messages,
+	static Outcome listenUntilHandled(QueueListenerEndpointRegistry registry, LongAdder handled, long messages,
 			Duration cap) {
 		long started = System.nanoTime();
 		long deadline = started + cap.toNanos();
@@ -80,24 +80,7 @@ final class Drain {
 		finally {
 			registry.stop();
 		}
-		return new Listened(finished - started, handledBy);
-	}
-
-	/**
-	 * What {@link #listenUntilHandled} measured.
-	 * @param nanos how long the listeners ran before they were told to stop
-	 * @param handled how many messages they had handled by then
-	 */
-	record Listened(long nanos, long handled) {
-
-		double seconds() {
-			return this.nanos / 1e9;
-		}
-
-		double perSecond() {
-			return this.handled / seconds();
-		}
-
+		return new Outcome(handledBy, (finished - started) / 1e9);
 	}
 
 	/**

@@ -160,12 +160,12 @@ final class FilterScenario {
 		LongAdder handled = new LongAdder();
 		QueueListenerEndpointRegistry registry = Drain.countingListener(this.template.context(),
 				this.context.database().consumerPool(), "filter-bench", QUEUE, CONCURRENCY, BATCH, mode, filter, handled);
-		Drain.Listened listened = Drain.listenUntilHandled(registry, handled, MATCHING, CAP);
+		Drain.Outcome listened = Drain.listenUntilHandled(registry, handled, MATCHING, CAP);
 		long left = this.context.database().queryLong("SELECT count(*) FROM pgqueue.message WHERE queue = ?", QUEUE);
 		double seconds = listened.seconds();
 		this.context.results()
-			.add(BenchRow.throughput(scenario, system, CONCURRENCY, String.valueOf(BATCH), listened.handled(),
-					listened.perSecond())
+			.add(BenchRow.throughput(scenario, system, CONCURRENCY, String.valueOf(BATCH), listened.messages(),
+					listened.rate())
 				.with("backlog", (filter != null) ? BACKLOG : MATCHING)
 				.with("drain_ms", seconds * 1000)
 				.with("left", left));

@@ -48,21 +48,21 @@ final class GrantedRoleScenario {
 			}
 			for (ConsumptionMode mode : ConsumptionMode.values()) {
 				for (int batch : List.of(10, 100)) {
-					List<Drain.Listened> owner = new ArrayList<>();
-					List<Drain.Listened> role = new ArrayList<>();
+					List<Drain.Outcome> owner = new ArrayList<>();
+					List<Drain.Outcome> role = new ArrayList<>();
 					for (int round = 0; round < 3; round++) {
 						owner.add(drain(database.consumerPool(), mode, batch, backlog, "owner"));
 						role.add(drain(granted, mode, batch, backlog, ROLE));
 					}
 					String system = (mode == ConsumptionMode.TRANSACTIONAL) ? "pgqueue-tx" : "pgqueue";
-					Drain.Listened ownerMedian = median(owner);
-					Drain.Listened roleMedian = median(role);
-					double ownerRate = ownerMedian.perSecond();
-					double roleRate = roleMedian.perSecond();
+					Drain.Outcome ownerMedian = new Drain.Runs(owner, backlog).median();
+					Drain.Outcome roleMedian = new Drain.Runs(role, backlog).median();
+					double ownerRate = ownerMedian.rate();
+					double roleRate = roleMedian.rate();
 					this.context.results().add(BenchRow.throughput("granted-role", system, CONSUMERS,
-							String.valueOf(batch), ownerMedian.handled(), ownerRate).with("runs", rates(owner)));
+							String.valueOf(batch), ownerMedian.messages(), ownerRate).with("runs", rates(owner)));
 					this.context.results().add(BenchRow.throughput("granted-role", system + "-granted", CONSUMERS,
-							String.valueOf(batch), roleMedian.handled(), roleRate).with("runs", rates(role)));
+							String.valueOf(batch), roleMedian.messages(), roleRate).with("runs", rates(role)));
 					this.context.results().ratio("scenario=granted-role system=" + system + " consumers=" + CONSUMERS
 							+ " batch=" + batch + " granted/owner=" + Results.ratio(roleRate / ownerRate));
 				}
@@ -77,7 +77,7 @@ final class GrantedRoleScenario {
 	 * Drains a backlog of {@code messages} for the drain time with consumers logged in through
 	 * {@code pool} as {@code who}.
 	 */
-	private Drain.Listened drain(DataSource pool, ConsumptionMode mode, int batch, int messages, String who) {
+	private Drain.Outcome drain(DataSource pool, ConsumptionMode mode, int batch, int messages, String who) {
 		BenchDatabase database = this.context.database();
 		database.execute("TRUNCATE pgqueue.message");
 		database.admin().update("INSERT INTO pgqueue.message (queue, payload) "
@@ -87,27 +87,19 @@ final class GrantedRoleScenario {
 		QueueListenerEndpointRegistry registry = Drain.countingListener(QueueContext.of(pool), pool, "granted-bench",
 				QUEUE, CONSUMERS, batch, mode, null, handled);
 		this.context.startProbe();
-		Drain.Listened listened = Drain.listenUntilHandled(registry, handled, messages,
+		Drain.Outcome listened = Drain.listenUntilHandled(registry, handled, messages,
 				this.context.options().drainTime());
 		this.context.endProbe("granted-role " + mode.name().toLowerCase(java.util.Locale.ROOT) + " " + who + " "
 				+ CONSUMERS + "x" + batch);
-		if (listened.handled() == 0) {
+		if (listened.messages() == 0) {
 			throw new IllegalStateException("Consumers logged in as " + who + " handled none of " + messages
 					+ " messages of '" + QUEUE + "' in " + this.context.options().drainTime().toSeconds() + " s");
 		}
 		return listened;
 	}
 
-	/** The drain of median rate. */
-	private static Drain.Listened median(List<Drain.Listened> drains) {
-		List<Drain.Listened> sorted = drains.stream()
-			.sorted(java.util.Comparator.comparingDouble(Drain.Listened::perSecond))
-			.toList();
-		return sorted.get(sorted.size() / 2);
-	}
-
-	private static String rates(List<Drain.Listened> drains) {
-		return drains.stream().map((drain) -> String.valueOf(Math.round(drain.perSecond()))).toList().toString();
+	private static String rates(List<Drain.Outcome> drains) {
+		return drains.stream().map((drain) -> String.valueOf(Math.round(drain.rate()))).toList().toString();
 	}
 
 }

@@ -109,7 +109,7 @@ final class RateLimitScenario {
 		LongAdder handled = new LongAdder();
 		QueueListenerEndpointRegistry registry = Drain.countingListener(this.template.context(),
 				this.context.database().consumerPool(), "rate-bench", QUEUE, CONSUMERS, batch, mode, null, handled);
-		return Drain.listenUntilHandled(registry, handled, messages, Duration.ofSeconds(120)).perSecond();
+		return Drain.listenUntilHandled(registry, handled, messages, Duration.ofSeconds(120)).rate();
 	}
 
 	/** The mean time of {@code take_tokens} on one connection, granted every time. */

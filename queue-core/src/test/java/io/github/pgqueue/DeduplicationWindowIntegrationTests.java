@@ -16,6 +16,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import javax.sql.DataSource;
 
+import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.internal.ConsumerSession;
 import io.github.pgqueue.AckMode;
 import io.github.pgqueue.testing.EmbeddedPostgres;
@@ -225,33 +226,41 @@ class DeduplicationWindowIntegrationTests {
 	}
 
 	/**
-	 * On a schema of its own, whose key table no other test's statements read, and with no sequential
-	 * scan of the table in its own set-up (a truncate, and an update through the expiry index). A
-	 * connection reports its scan counters up to a second after its statements, so the counter is
-	 * read once it has settled, before and after the measured sends and acks, and the keys left are
-	 * read (a scan) only after that.
+	 * On a schema of its own, whose key table no other test's statements read. A backend may hold
+	 * its scan counts back for seconds while it is idle, and reports them when it ends at the
+	 * latest: the set-up and the measured sends and acks each run on a pool of their own, closed,
+	 * and the counter is read once that pool's backends have ended. The keys left are read (a scan)
+	 * after that.
 	 */
 	@Test
 	void expiredKeysAreDeletedByLaterCompletionsThroughTheIndex() {
-		EmbeddedPostgres.get().migrate(EXPIRY_SCHEMA, null);
-		this.jdbc.execute("TRUNCATE " + EXPIRY_SCHEMA + ".message, " + EXPIRY_SCHEMA + ".deduplication_key");
-		QueueTemplate template = new QueueTemplate(QueueContext.builder(this.dataSource).schema(EXPIRY_SCHEMA).build());
-		new QueueAdmin(template.context())
-			.declare(QueueDefinition.of("expiring").withDeduplicationWindow(Duration.ofHours(1)));
-		for (int i = 0; i < 20; i++) {
-			template.send("expiring", i, key("old-" + i));
+		EmbeddedPostgres postgres = EmbeddedPostgres.get();
+		try (HikariDataSource setUp = postgres.pool("key-expiry-set-up", 2)) {
+			postgres.migrate(setUp, EXPIRY_SCHEMA, null);
+			JdbcTemplate jdbc = new JdbcTemplate(setUp);
+			jdbc.execute("TRUNCATE " + EXPIRY_SCHEMA + ".message, " + EXPIRY_SCHEMA + ".deduplication_key");
+			QueueTemplate template = new QueueTemplate(QueueContext.builder(setUp).schema(EXPIRY_SCHEMA).build());
+			new QueueAdmin(template.context())
+				.declare(QueueDefinition.of("expiring").withDeduplicationWindow(Duration.ofHours(1)));
+			for (int i = 0; i < 20; i++) {
+				template.send("expiring", i, key("old-" + i));
+			}
+			ack(template, "expiring", 20);
+			jdbc.execute("UPDATE " + EXPIRY_SCHEMA + ".deduplication_key SET kept_until = now() - interval '1 second' "
+					+ "WHERE kept_until IS NOT NULL");
 		}
-		ack(template, "expiring", 20);
-		this.jdbc.execute("DO $$ BEGIN SET LOCAL enable_seqscan = off; UPDATE " + EXPIRY_SCHEMA
-				+ ".deduplication_key SET kept_until = now() - interval '1 second' WHERE kept_until IS NOT NULL; END $$");
-		long scansBefore = settledSequentialScans();
+		long scansBefore = sequentialScansReportedBy("key-expiry-set-up");
 
-		for (int i = 0; i < 10; i++) {
-			template.send("expiring", i, key("new-" + i));
+		try (HikariDataSource measured = postgres.pool("key-expiry", 2)) {
+			QueueTemplate template = new QueueTemplate(QueueContext.builder(measured).schema(EXPIRY_SCHEMA).build());
+			for (int i = 0; i < 10; i++) {
+				template.send("expiring", i, key("new-" + i));
+			}
+			ack(template, "expiring", 10);
 		}
-		ack(template, "expiring", 10);
 
-		assertThat(settledSequentialScans()).as("no sequential scan of the kept keys").isEqualTo(scansBefore);
+		assertThat(sequentialScansReportedBy("key-expiry")).as("no sequential scan of the kept keys")
+			.isEqualTo(scansBefore);
 		assertThat(this.jdbc.queryForList("SELECT key FROM " + EXPIRY_SCHEMA + ".deduplication_key ORDER BY key",
 				String.class))
 			.as("each completion deletes two expired keys").hasSize(10).allMatch((k) -> k.startsWith("new-"));
@@ -324,37 +333,22 @@ class DeduplicationWindowIntegrationTests {
 	}
 
 	/**
-	 * The key table's sequential scans once every connection has reported its own: the count taken
-	 * again after the longest a connection waits to report (a second) is the same.
+	 * The key table's sequential scans once the backends of the closed pool {@code name} have ended
+	 * (a backend reports its counts as it ends, just after it leaves {@code pg_stat_activity}): the
+	 * count once two reads 200 ms apart agree.
 	 */
-	private long settledSequentialScans() {
-		long scans = sequentialScans();
-		for (int reads = 0; reads < 10; reads++) {
-			sleep(Duration.ofMillis(1200));
-			long again = sequentialScans();
-			if (again == scans) {
-				return scans;
-			}
-			scans = again;
-		}
-		throw new AssertionError("the key table's scan counter did not settle in 12 seconds");
-	}
-
-	private long sequentialScans() {
-		// Each statement here is a transaction of its own, so it reads the counters afresh.
-		return this.jdbc.queryForObject(
-				"SELECT seq_scan FROM pg_stat_user_tables WHERE relid = '" + EXPIRY_SCHEMA + ".deduplication_key'::regclass",
-				Long.class);
-	}
-
-	private static void sleep(Duration duration) {
-		try {
-			Thread.sleep(duration.toMillis());
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException("interrupted while waiting for the scan counters", ex);
-		}
+	private long sequentialScansReportedBy(String name) {
+		org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> this.jdbc.queryForObject(
+				"SELECT count(*) FROM pg_stat_activity WHERE application_name = ?", Long.class, name) == 0);
+		long[] last = { -1 };
+		return org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(200))
+			.until(() -> {
+				long scans = this.jdbc.queryForObject("SELECT seq_scan FROM pg_stat_user_tables WHERE relid = '"
+						+ EXPIRY_SCHEMA + ".deduplication_key'::regclass", Long.class);
+				boolean settled = scans == last[0];
+				last[0] = scans;
+				return settled ? scans : null;
+			}, java.util.Objects::nonNull);
 	}
 
 }

@@ -88,8 +88,8 @@ class ListenerRuntimeControlIntegrationTests {
 		this.listeners.registry().getListenerContainer("late").start();
 		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 1);
 		this.template.send("late", 2); // the poll interval is a minute: only a notification brings it on time
-		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 2);
-		assertThat(count("late")).isZero();
+		// The handler counts a message before its ack commits.
+		await().atMost(Duration.ofSeconds(10)).until(() -> handled.get() == 2 && count("late") == 0);
 	}
 
 	@Test

@@ -26,6 +26,7 @@ import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.ListenerFixture;
 import io.github.pgqueue.testing.Pollers;
 import io.github.pgqueue.testing.PostgresExtension;
+import io.micrometer.core.instrument.search.MeterNotFoundException;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -75,8 +76,10 @@ class QueueListenerContainerIntegrationTests {
 		await().atMost(Duration.ofSeconds(20)).until(() -> seen.size() == ids.size() && count() == 0);
 		assertThat(seen.values()).allMatch((n) -> n.get() == 1);
 		assertThat(seen.keySet()).containsExactlyInAnyOrderElementsOf(ids);
-		assertThat(this.meters.get("pgqueue.messages.processed").tag("outcome", "success").counter().count())
-			.isEqualTo(500);
+		// The counter moves after the acknowledgement commits.
+		await().atMost(Duration.ofSeconds(5)).ignoreException(MeterNotFoundException.class).untilAsserted(() -> assertThat(
+				this.meters.get("pgqueue.messages.processed").tag("outcome", "success").counter().count())
+			.isEqualTo(500));
 		await().atMost(Duration.ofSeconds(5)).until(() -> advisoryLocks() == 0);
 	}
 
@@ -149,10 +152,13 @@ class QueueListenerContainerIntegrationTests {
 		assertThat(attempts).containsExactly(1, 2, 3);
 		assertThat(this.jdbc.queryForObject("SELECT last_error FROM pgqueue.message WHERE id = ?", String.class, id))
 			.contains("Failed 3 of 3 attempts").contains("IllegalStateException: downstream unavailable");
-		assertThat(this.meters.get("pgqueue.messages.processed").tag("outcome", "retry").counter().count())
-			.isEqualTo(2);
-		assertThat(this.meters.get("pgqueue.messages.processed").tag("outcome", "dead").counter().count())
-			.isEqualTo(1);
+		// The counters move after the completing statements commit.
+		await().atMost(Duration.ofSeconds(5)).ignoreException(MeterNotFoundException.class).untilAsserted(() -> {
+			assertThat(this.meters.get("pgqueue.messages.processed").tag("outcome", "retry").counter().count())
+				.isEqualTo(2);
+			assertThat(this.meters.get("pgqueue.messages.processed").tag("outcome", "dead").counter().count())
+				.isEqualTo(1);
+		});
 	}
 
 	@Test

@@ -52,8 +52,17 @@ public final class EmbeddedPostgres {
 	 * "latest"): the schema a release before it left, to upgrade.
 	 */
 	public void migrate(String schema, Integer lockNamespace, String target) {
+		migrate(this.dataSource, schema, lockNamespace, target);
+	}
+
+	/** As {@link #migrate(String, Integer)}, through connections of {@code dataSource}. */
+	public void migrate(DataSource dataSource, String schema, Integer lockNamespace) {
+		migrate(dataSource, schema, lockNamespace, "latest");
+	}
+
+	private void migrate(DataSource dataSource, String schema, Integer lockNamespace, String target) {
 		Flyway.configure()
-			.dataSource(this.dataSource)
+			.dataSource(dataSource)
 			.locations("classpath:db/pgqueue")
 			.schemas(schema)
 			.table("pgqueue_schema_history")

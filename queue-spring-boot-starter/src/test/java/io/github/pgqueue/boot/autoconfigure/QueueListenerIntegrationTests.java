@@ -19,6 +19,7 @@ import io.github.pgqueue.testing.EmbeddedPostgres;
 import io.github.pgqueue.testing.Pollers;
 import io.github.pgqueue.testing.PostgresExtension;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.search.MeterNotFoundException;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -92,10 +93,15 @@ class QueueListenerIntegrationTests {
 			MeterRegistry meters = context.getBean(MeterRegistry.class);
 			// Boot's metrics auto-configuration binds MeterBinder beans; it is not on this test's classpath
 			context.getBean(QueueMetrics.class).bindTo(meters);
-			assertThat(meters.get("pgqueue.messages.processed").tags("queue", "orders", "outcome", "dead").counter()
-				.count()).isEqualTo(1);
-			assertThat(meters.get("pgqueue.messages.processed").tags("queue", "orders", "outcome", "retry").counter()
-				.count()).isEqualTo(1);
+			// The counters move after the completing statements commit.
+			await().atMost(Duration.ofSeconds(5)).ignoreException(MeterNotFoundException.class).untilAsserted(() -> {
+				assertThat(meters.get("pgqueue.messages.processed").tags("queue", "orders", "outcome", "dead")
+					.counter()
+					.count()).isEqualTo(1);
+				assertThat(meters.get("pgqueue.messages.processed").tags("queue", "orders", "outcome", "retry")
+					.counter()
+					.count()).isEqualTo(1);
+			});
 			assertThat(meters.get("pgqueue.messages.sent").tags("queue", "orders").counter().count()).isEqualTo(2);
 			assertThat(meters.get("pgqueue.queue.depth").tags("queue", "orders.dlq", "state", "ready").gauge().value())
 				.isEqualTo(1);

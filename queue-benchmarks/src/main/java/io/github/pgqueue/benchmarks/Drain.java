@@ -5,6 +5,8 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Function;
+import java.util.function.LongConsumer;
 
 import javax.sql.DataSource;
 
@@ -81,6 +83,61 @@ final class Drain {
 			registry.stop();
 		}
 		return new Outcome(handledBy, (finished - started) / 1e9);
+	}
+
+	/**
+	 * Drains of one kind, by listeners of pgqueue, each timed over the run's drain time
+	 * ({@code drain-seconds}) from a backlog the scenario loads afresh: sized by the fastest rate
+	 * seen so far with a margin ({@link #BACKLOG_MARGIN}), so that none runs out before the drain
+	 * time. A drain that did run out is run again from a backlog sized by the rate it reached, up to
+	 * twice.
+	 */
+	static final class Timed {
+
+		private final BenchContext context;
+
+		/** The backlog the next drain starts from. */
+		private long backlog;
+
+		/** The backlog the last drain started from. */
+		private long last;
+
+		/** Drains whose first backlog is what consumers take at {@code guess} messages a second. */
+		Timed(BenchContext context, double guess) {
+			this.context = context;
+			this.backlog = clamp(guess * seconds(context) * BACKLOG_MARGIN);
+		}
+
+		/**
+		 * Loads the backlog with {@code load} (given its size), starts the listeners that
+		 * {@code listeners} registers, counting each message they handle in the adder it is given,
+		 * and stops them after the drain time or once they handled the whole backlog.
+		 */
+		Outcome drain(LongConsumer load, Function<LongAdder, QueueListenerEndpointRegistry> listeners) {
+			for (int attempt = 0;; attempt++) {
+				load.accept(this.backlog);
+				this.last = this.backlog;
+				LongAdder handled = new LongAdder();
+				Outcome outcome = listenUntilHandled(listeners.apply(handled), handled, this.backlog,
+						this.context.options().drainTime());
+				long needed = clamp(outcome.rate() * seconds(this.context) * BACKLOG_MARGIN);
+				boolean ranOut = outcome.messages() >= this.backlog;
+				this.backlog = Math.max(this.backlog, ranOut ? clamp(needed * 1.2) : needed);
+				if (!ranOut || outcome.seconds() >= BenchOptions.MIN_DRAIN_SECONDS || attempt == 2) {
+					return outcome;
+				}
+			}
+		}
+
+		/** The backlog the last drain started from. */
+		long backlog() {
+			return this.last;
+		}
+
+		private static double seconds(BenchContext context) {
+			return context.options().drainTime().toMillis() / 1000.0;
+		}
+
 	}
 
 	/**

@@ -4,10 +4,8 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.LongAdder;
 
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueAdmin;
@@ -16,16 +14,16 @@ import io.github.pgqueue.QueueTemplate;
 import io.github.pgqueue.RateLimit;
 import io.github.pgqueue.internal.QueueSql;
 import io.github.pgqueue.internal.TokenBucket;
-import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 
 /**
- * {@code rate-limit}: what a rate limit costs when it does not hold anything back. The same backlog
- * drained by 4 consumers at batch 10 and 100, in both modes, without a limit and with one far above
- * the drain rate (1 000 000/s: every take is granted), alternated three times, median; a limited
- * claim runs one more statement, the take of tokens. The same for a limit per key: a backlog spread
- * over 100 keys of a queue with a concurrency key, without and with a limit of each key far above
- * the drain rate (a claim runs a take of its keys' tokens before it and a give-back after it).
- * Also the take's own time on one connection.
+ * {@code rate-limit}: what a rate limit costs when it does not hold anything back. 4 consumers at
+ * batch 10 and 100, in both modes, drain a backlog for the drain time ({@code drain-seconds})
+ * without a limit and with one far above the drain rate (1 000 000/s: every take is granted),
+ * alternated three times after one unmeasured drain, median; a limited claim runs one more
+ * statement, the take of tokens. The same for a limit per key: a backlog spread over 100 keys of a
+ * queue with a concurrency key, without and with a limit of each key far above the drain rate (a
+ * claim runs a take of its keys' tokens before it and a give-back after it). Also the take's own
+ * time on one connection.
  */
 final class RateLimitScenario {
 
@@ -51,34 +49,28 @@ final class RateLimitScenario {
 	}
 
 	void run() {
-		int backlog = this.context.options().quick() ? 20_000 : 60_000;
 		for (ConsumptionMode mode : ConsumptionMode.values()) {
 			for (int batch : List.of(10, 100)) {
-				List<Double> free = new ArrayList<>();
-				List<Double> limited = new ArrayList<>();
-				List<Double> keyed = new ArrayList<>();
-				List<Double> keyLimited = new ArrayList<>();
+				// Up to about 100 000 msg/s here at batch 100; the drains' backlogs grow with the fastest.
+				Drain.Timed drains = new Drain.Timed(this.context, (batch == 10) ? 30_000 : 60_000);
+				drain(drains, mode, batch, null, false, null);
+				List<Drain.Outcome> free = new ArrayList<>();
+				List<Drain.Outcome> limited = new ArrayList<>();
+				List<Drain.Outcome> keyed = new ArrayList<>();
+				List<Drain.Outcome> keyLimited = new ArrayList<>();
 				for (int round = 0; round < 3; round++) {
-					free.add(drain(mode, batch, backlog, null, false, null));
-					limited.add(drain(mode, batch, backlog, FAR_ABOVE, false, null));
-					keyed.add(drain(mode, batch, backlog, null, true, null));
-					keyLimited.add(drain(mode, batch, backlog, null, true, FAR_ABOVE));
+					free.add(drain(drains, mode, batch, null, false, null));
+					limited.add(drain(drains, mode, batch, FAR_ABOVE, false, null));
+					keyed.add(drain(drains, mode, batch, null, true, null));
+					keyLimited.add(drain(drains, mode, batch, null, true, FAR_ABOVE));
 				}
 				String system = (mode == ConsumptionMode.TRANSACTIONAL) ? "pgqueue-tx" : "pgqueue";
-				double freeRate = median(free);
-				double limitedRate = median(limited);
-				this.context.results().add(BenchRow.throughput("rate-limit", system, CONSUMERS, String.valueOf(batch),
-						backlog, freeRate).with("runs", free.toString()));
-				this.context.results().add(BenchRow.throughput("rate-limit", system + "-limited", CONSUMERS,
-						String.valueOf(batch), backlog, limitedRate).with("runs", limited.toString()));
+				double freeRate = add(system, batch, free, drains);
+				double limitedRate = add(system + "-limited", batch, limited, drains);
 				this.context.results().ratio("scenario=rate-limit system=" + system + " consumers=" + CONSUMERS
 						+ " batch=" + batch + " limited/unlimited=" + Results.ratio(limitedRate / freeRate));
-				double keyedRate = median(keyed);
-				double keyLimitedRate = median(keyLimited);
-				this.context.results().add(BenchRow.throughput("rate-limit", system + "-keyed", CONSUMERS,
-						String.valueOf(batch), backlog, keyedRate).with("runs", keyed.toString()));
-				this.context.results().add(BenchRow.throughput("rate-limit", system + "-limited-per-key", CONSUMERS,
-						String.valueOf(batch), backlog, keyLimitedRate).with("runs", keyLimited.toString()));
+				double keyedRate = add(system + "-keyed", batch, keyed, drains);
+				double keyLimitedRate = add(system + "-limited-per-key", batch, keyLimited, drains);
 				this.context.results().ratio("scenario=rate-limit system=" + system + " consumers=" + CONSUMERS
 						+ " batch=" + batch + " keys=" + KEYS + " limited-per-key/keyed="
 						+ Results.ratio(keyLimitedRate / keyedRate));
@@ -89,15 +81,33 @@ final class RateLimitScenario {
 		this.context.database().execute("TRUNCATE pgqueue.message");
 	}
 
+	/** Adds the row of {@code system}'s drains, the one of median rate; returns that rate. */
+	private double add(String system, int batch, List<Drain.Outcome> outcomes, Drain.Timed drains) {
+		Drain.Outcome median = new Drain.Runs(outcomes, drains.backlog()).median();
+		this.context.results().add(BenchRow.throughput("rate-limit", system, CONSUMERS, String.valueOf(batch),
+				median.messages(), median.rate()).with("runs", rates(outcomes)));
+		return median.rate();
+	}
+
+	private static String rates(List<Drain.Outcome> outcomes) {
+		return outcomes.stream().map((outcome) -> String.valueOf(Math.round(outcome.rate()))).toList().toString();
+	}
+
 	/**
-	 * Drains a backlog of {@code messages}, keyed by header tenant over {@link #KEYS} keys if
-	 * {@code keyed}, with {@code limit} on the queue and {@code perKey} on each key; msgs/s.
+	 * One of {@code drains}: a backlog keyed by header tenant over {@link #KEYS} keys if
+	 * {@code keyed}, with {@code limit} on the queue and {@code perKey} on each key.
 	 */
-	private double drain(ConsumptionMode mode, int batch, int messages, RateLimit limit, boolean keyed,
+	private Drain.Outcome drain(Drain.Timed drains, ConsumptionMode mode, int batch, RateLimit limit, boolean keyed,
 			RateLimit perKey) {
-		this.context.database().execute("TRUNCATE pgqueue.message");
 		QueueDefinition definition = QueueDefinition.of(QUEUE).withRateLimit(limit);
 		this.admin.declare(keyed ? definition.withConcurrencyKey("tenant", null, perKey) : definition);
+		return drains.drain((messages) -> load(messages, keyed), (handled) -> Drain.countingListener(
+				this.template.context(), this.context.database().consumerPool(), "rate-bench", QUEUE, CONSUMERS, batch,
+				mode, null, handled));
+	}
+
+	private void load(long messages, boolean keyed) {
+		this.context.database().execute("TRUNCATE pgqueue.message");
 		this.context.database().admin().update("""
 				INSERT INTO pgqueue.message (queue, payload, headers, concurrency_key)
 				SELECT ?, jsonb_build_object('n', g), k.headers, k.key
@@ -106,10 +116,6 @@ final class RateLimitScenario {
 				                            CASE WHEN ? THEN 't' || g % ? END) k(headers, key)""",
 				QUEUE, messages, keyed, KEYS, keyed, KEYS);
 		this.context.database().vacuumAnalyze("pgqueue.message");
-		LongAdder handled = new LongAdder();
-		QueueListenerEndpointRegistry registry = Drain.countingListener(this.template.context(),
-				this.context.database().consumerPool(), "rate-bench", QUEUE, CONSUMERS, batch, mode, null, handled);
-		return Drain.listenUntilHandled(registry, handled, messages, Duration.ofSeconds(120)).rate();
 	}
 
 	/** The mean time of {@code take_tokens} on one connection, granted every time. */
@@ -165,11 +171,6 @@ final class RateLimitScenario {
 		double micros = (System.nanoTime() - started) / 1e3 / takes;
 		this.context.results().ratio(String.format(java.util.Locale.ROOT,
 				"scenario=rate-limit take_key_tokens_us=%.1f takes=%d", micros, takes));
-	}
-
-	private static double median(List<Double> values) {
-		List<Double> sorted = values.stream().sorted().toList();
-		return sorted.get(sorted.size() / 2);
 	}
 
 }

@@ -11,8 +11,8 @@ import io.github.pgqueue.ConsumptionMode;
  * at a time, fewer than the 4 consumers' batches ask for: the figure shows what a claim that
  * cannot fill its batch costs when the rest of the backlog is the groups' later messages. Before
  * each drain the consumers warm up on the same kind of backlog until their rate is steady (see
- * {@link Drain#warmUp}). A drain that cannot get through the backlog within the cap is measured on
- * the part it got through.
+ * {@link Drain#warmUp}); the drain then lasts the drain time, from a backlog sized by the rate they
+ * reached ({@link Drain#measure}).
  */
 final class FifoGroupsScenario {
 
@@ -29,22 +29,21 @@ final class FifoGroupsScenario {
 	}
 
 	void run() {
-		int backlog = this.context.options().drainBacklog();
 		for (ConsumptionMode mode : ConsumptionMode.values()) {
 			Map<String, Double> rates = new LinkedHashMap<>();
 			for (int groups : GROUPS) {
 				QueueSystem system = new PgQueueSystem(this.context.database(), mode, groups);
 				system.clear();
 				for (int batchSize : BATCH_SIZES) {
-					Drain.warmUp(this.context, system, CONCURRENCY, batchSize, Drain.FIRST_GUESS);
-					Drain.prepare(this.context, system, backlog);
-					Drain.Outcome outcome = Drain.run(system, CONCURRENCY, batchSize, backlog,
-							this.context.options().drainCap());
+					WarmUp.Result warmUp = Drain.warmUp(this.context, system, CONCURRENCY, batchSize,
+							Drain.FIRST_GUESS);
+					Drain.Runs runs = Drain.measure(this.context, system, CONCURRENCY, batchSize, warmUp.rate(), 1);
+					Drain.Outcome outcome = runs.median();
 					this.context.results()
 						.add(BenchRow.throughput("fifo-groups", system.name(), CONCURRENCY, String.valueOf(batchSize),
 								outcome.messages(), outcome.rate())
 							.with("groups", groups)
-							.with("backlog", backlog));
+							.with("backlog", runs.backlog()));
 					rates.put(groups + "/" + batchSize, outcome.rate());
 				}
 				system.clear();

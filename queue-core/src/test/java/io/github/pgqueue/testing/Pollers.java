@@ -1,6 +1,8 @@
 package io.github.pgqueue.testing;
 
+import java.util.Map;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 /**
  * The poller threads of a running listener, as a test sees them from outside, to wait until they
@@ -20,12 +22,35 @@ public final class Pollers {
 	 * it claims. A poller that claims or handles reads a socket or runs, so it does not count.
 	 */
 	public static long waiting(String id) {
+		return parked(id).filter((stack) -> !inConnectionPool(stack)).count();
+	}
+
+	/**
+	 * The number of poller threads of listener {@code id} that wait for work: parked in a timed
+	 * wait inside the poll loop's wait for a notification, a sibling or its next poll, not in a
+	 * back-off after a failure or anywhere else.
+	 */
+	public static long awaitingWork(String id) {
+		return parked(id).filter(Pollers::inWaitForWork).count();
+	}
+
+	/** The stacks of listener {@code id}'s poller threads that are parked in a timed wait. */
+	private static Stream<StackTraceElement[]> parked(String id) {
 		Pattern name = Pattern.compile("pgqueue-" + Pattern.quote(id) + "-\\d+");
 		return Thread.getAllStackTraces().entrySet().stream()
 			.filter((entry) -> name.matcher(entry.getKey().getName()).matches())
 			.filter((entry) -> entry.getKey().getState() == Thread.State.TIMED_WAITING)
-			.filter((entry) -> !inConnectionPool(entry.getValue()))
-			.count();
+			.map(Map.Entry::getValue);
+	}
+
+	private static boolean inWaitForWork(StackTraceElement[] stack) {
+		for (StackTraceElement frame : stack) {
+			if (frame.getClassName().equals("io.github.pgqueue.listener.PollLoop")
+					&& frame.getMethodName().equals("awaitWork")) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	private static boolean inConnectionPool(StackTraceElement[] stack) {

@@ -130,7 +130,7 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 		return Duration.ofSeconds(this.quick ? 2 : 5);
 	}
 
-	/** The backlog of the scenarios that drain a fixed one (fifo-groups, memory); the drain scenario sizes its own by time. */
+	/** The backlog of the memory scenario's drain; the scenarios that time drains size theirs by time. */
 	int drainBacklog() {
 		return this.quick ? 30_000 : 200_000;
 	}
@@ -143,11 +143,6 @@ record BenchOptions(boolean quick, Set<String> scenarios, Set<String> systems, D
 	/** The longest warm-up before a measurement, steady or not. */
 	Duration warmUpMax() {
 		return Duration.ofMillis(this.quick ? 1500 : 4000);
-	}
-
-	/** The longest a drain may run: slow systems are measured on the part of the backlog they get through. */
-	Duration drainCap() {
-		return Duration.ofSeconds(this.quick ? 6 : 25);
 	}
 
 	int idleMessages() {

@@ -87,10 +87,11 @@ final class Drain {
 
 	/**
 	 * Drains of one kind, by listeners of pgqueue, each timed over the run's drain time
-	 * ({@code drain-seconds}) from a backlog the scenario loads afresh: sized by the fastest rate
-	 * seen so far with a margin ({@link #BACKLOG_MARGIN}), so that none runs out before the drain
-	 * time. A drain that did run out is run again from a backlog sized by the rate it reached, up to
-	 * twice.
+	 * ({@code drain-seconds}) from a backlog the scenario loads afresh. A drain that takes the whole
+	 * backlog before the drain time is over is run again from a larger one (a fifth more than the
+	 * rate it reached would take in the drain time, with {@link #BACKLOG_MARGIN}, and at least half
+	 * as large again), up to twice. The backlog grows only then, so that the drains of one kind
+	 * compared with each other start from the same backlog unless one ran out.
 	 */
 	static final class Timed {
 
@@ -120,12 +121,11 @@ final class Drain {
 				LongAdder handled = new LongAdder();
 				Outcome outcome = listenUntilHandled(listeners.apply(handled), handled, this.backlog,
 						this.context.options().drainTime());
-				long needed = clamp(outcome.rate() * seconds(this.context) * BACKLOG_MARGIN);
-				boolean ranOut = outcome.messages() >= this.backlog;
-				this.backlog = Math.max(this.backlog, ranOut ? clamp(needed * 1.2) : needed);
-				if (!ranOut || outcome.seconds() >= BenchOptions.MIN_DRAIN_SECONDS || attempt == 2) {
+				if (outcome.messages() < this.backlog || attempt == 2) {
 					return outcome;
 				}
+				this.backlog = clamp(Math.max(this.backlog * 1.5,
+						outcome.rate() * seconds(this.context) * BACKLOG_MARGIN * 1.2));
 			}
 		}
 

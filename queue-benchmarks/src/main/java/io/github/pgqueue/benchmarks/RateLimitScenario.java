@@ -51,9 +51,11 @@ final class RateLimitScenario {
 	void run() {
 		for (ConsumptionMode mode : ConsumptionMode.values()) {
 			for (int batch : List.of(10, 100)) {
-				// Up to about 100 000 msg/s here at batch 100; the drains' backlogs grow with the fastest.
-				Drain.Timed drains = new Drain.Timed(this.context, (batch == 10) ? 30_000 : 60_000);
+				// Up to about 120 000 msg/s here unkeyed, 30 000 keyed (a backlog that runs out grows).
+				Drain.Timed drains = new Drain.Timed(this.context, (batch == 10) ? 35_000 : 120_000);
+				Drain.Timed keyedDrains = new Drain.Timed(this.context, (batch == 10) ? 20_000 : 35_000);
 				drain(drains, mode, batch, null, false, null);
+				drain(keyedDrains, mode, batch, null, true, null);
 				List<Drain.Outcome> free = new ArrayList<>();
 				List<Drain.Outcome> limited = new ArrayList<>();
 				List<Drain.Outcome> keyed = new ArrayList<>();
@@ -61,16 +63,16 @@ final class RateLimitScenario {
 				for (int round = 0; round < 3; round++) {
 					free.add(drain(drains, mode, batch, null, false, null));
 					limited.add(drain(drains, mode, batch, FAR_ABOVE, false, null));
-					keyed.add(drain(drains, mode, batch, null, true, null));
-					keyLimited.add(drain(drains, mode, batch, null, true, FAR_ABOVE));
+					keyed.add(drain(keyedDrains, mode, batch, null, true, null));
+					keyLimited.add(drain(keyedDrains, mode, batch, null, true, FAR_ABOVE));
 				}
 				String system = (mode == ConsumptionMode.TRANSACTIONAL) ? "pgqueue-tx" : "pgqueue";
 				double freeRate = add(system, batch, free, drains);
 				double limitedRate = add(system + "-limited", batch, limited, drains);
 				this.context.results().ratio("scenario=rate-limit system=" + system + " consumers=" + CONSUMERS
 						+ " batch=" + batch + " limited/unlimited=" + Results.ratio(limitedRate / freeRate));
-				double keyedRate = add(system + "-keyed", batch, keyed, drains);
-				double keyLimitedRate = add(system + "-limited-per-key", batch, keyLimited, drains);
+				double keyedRate = add(system + "-keyed", batch, keyed, keyedDrains);
+				double keyLimitedRate = add(system + "-limited-per-key", batch, keyLimited, keyedDrains);
 				this.context.results().ratio("scenario=rate-limit system=" + system + " consumers=" + CONSUMERS
 						+ " batch=" + batch + " keys=" + KEYS + " limited-per-key/keyed="
 						+ Results.ratio(keyLimitedRate / keyedRate));
@@ -81,14 +83,22 @@ final class RateLimitScenario {
 		this.context.database().execute("TRUNCATE pgqueue.message");
 	}
 
-	/** Adds the row of {@code system}'s drains, the one of median rate; returns that rate. */
+	/**
+	 * Adds the row of {@code system}'s drains, the one of median rate, with every drain's rate and
+	 * length and the backlog the last one started from; returns that rate.
+	 */
 	private double add(String system, int batch, List<Drain.Outcome> outcomes, Drain.Timed drains) {
 		Drain.Outcome median = new Drain.Runs(outcomes, drains.backlog()).median();
 		this.context.results().add(BenchRow.throughput("rate-limit", system, CONSUMERS, String.valueOf(batch),
-				median.messages(), median.rate()).with("runs", rates(outcomes)));
+				median.messages(), median.rate())
+			.with("runs", rates(outcomes))
+			.with("drain_ms", outcomes.stream().map((outcome) -> Math.round(outcome.seconds() * 1000)).toList()
+				.toString())
+			.with("backlog", drains.backlog()));
 		return median.rate();
 	}
 
+	/** The rates of {@code outcomes}, rounded, in the order they ran. */
 	private static String rates(List<Drain.Outcome> outcomes) {
 		return outcomes.stream().map((outcome) -> String.valueOf(Math.round(outcome.rate()))).toList().toString();
 	}
@@ -106,6 +116,7 @@ final class RateLimitScenario {
 				mode, null, handled));
 	}
 
+	/** Empties the table and loads {@code messages}, spread over {@link #KEYS} keys if {@code keyed}. */
 	private void load(long messages, boolean keyed) {
 		this.context.database().execute("TRUNCATE pgqueue.message");
 		this.context.database().admin().update("""

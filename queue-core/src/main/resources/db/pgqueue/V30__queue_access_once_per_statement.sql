@@ -11,16 +11,19 @@
 -- any other role gets the queues it, or a role it is a member of, was granted the right to consume
 -- from (to_consume) or send to (to_send). queue_allowed stays: a session's claim asks it once,
 -- about its own queue.
+-- One read of the grants: null when none is the role's, else the queues of those that allow
+-- what is asked (none: an empty list). plpgsql keeps the query's plan for the session, where an
+-- SQL function that is not inlined would plan it at every call.
 CREATE FUNCTION "${flyway:defaultSchema}".queues_allowed(to_consume boolean, to_send boolean, who name) RETURNS text[]
     LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
 $$
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM "${flyway:defaultSchema}".queue_access a WHERE pg_has_role(who, a.role_oid, 'MEMBER')) THEN
-        RETURN NULL;
-    END IF;
-    RETURN ARRAY(SELECT DISTINCT a.queue::text FROM "${flyway:defaultSchema}".queue_access a
-                  WHERE ((to_consume AND a.consume) OR (to_send AND a.send))
-                    AND pg_has_role(who, a.role_oid, 'MEMBER'));
+    RETURN (SELECT CASE WHEN count(*) > 0
+                        THEN COALESCE(array_agg(DISTINCT a.queue::text)
+                                          FILTER (WHERE (to_consume AND a.consume) OR (to_send AND a.send)), '{}')
+                   END
+              FROM "${flyway:defaultSchema}".queue_access a
+             WHERE pg_has_role(who, a.role_oid, 'MEMBER'));
 END
 $$;
 

@@ -12,9 +12,6 @@ import javax.sql.DataSource;
 
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueContext;
-import io.github.pgqueue.listener.ContainerProperties;
-import io.github.pgqueue.listener.DefaultQueueErrorHandler;
-import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 
 /**
@@ -46,17 +43,8 @@ final class Drain {
 	static QueueListenerEndpointRegistry countingListener(QueueContext context, DataSource pool, String id,
 			String queue, int concurrency, int batch, ConsumptionMode mode, String filter, LongAdder handled) {
 		QueueListenerEndpointRegistry registry = new QueueListenerEndpointRegistry(context, pool, Duration.ofSeconds(10));
-		registry.registerListenerEndpoint(QueueListenerEndpoint.builder(id)
-				.listener(Tick.class, (message, ack) -> handled.increment())
-				.containerProperties(ContainerProperties.builder(List.of(queue))
-					.concurrency(concurrency)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(batch)
-					.pollInterval(PgQueueSystem.POLL_INTERVAL)
-					.mode(mode)
-					.filter(filter)
-					.build())
-				.build());
+		registry.registerListenerEndpoint(PgQueueSystem.endpoint(id, queue, concurrency, batch, PgQueueSystem.POLL_INTERVAL,
+				mode, filter, (n) -> handled.increment()));
 		return registry;
 	}
 
@@ -112,15 +100,24 @@ final class Drain {
 		/**
 		 * Loads the backlog with {@code load} (given its size), starts the listeners that
 		 * {@code listeners} registers, counting each message they handle in the adder it is given,
-		 * and stops them after the drain time or once they handled the whole backlog.
+		 * and stops them after the drain time or once they handled the whole backlog; with the
+		 * {@code probe} option, reports the drain under {@code label}. Fails if they handled none:
+		 * a drain whose consumers fail has no rate to report.
 		 */
-		Outcome drain(LongConsumer load, Function<LongAdder, QueueListenerEndpointRegistry> listeners) {
+		Outcome drain(String label, LongConsumer load, Function<LongAdder, QueueListenerEndpointRegistry> listeners) {
 			for (int attempt = 0;; attempt++) {
 				load.accept(this.backlog);
 				this.last = this.backlog;
 				LongAdder handled = new LongAdder();
-				Outcome outcome = listenUntilHandled(listeners.apply(handled), handled, this.backlog,
-						this.context.options().drainTime());
+				QueueListenerEndpointRegistry registry = listeners.apply(handled);
+				this.context.startProbe();
+				Outcome outcome = listenUntilHandled(registry, handled, this.backlog, this.context.options().drainTime());
+				this.context.endProbe(label);
+				if (outcome.messages() == 0) {
+					throw new IllegalStateException("The consumers of " + label + " handled none of " + this.backlog
+							+ " messages in " + this.context.options().drainTime().toSeconds()
+							+ " s; see the errors logged above");
+				}
 				if (outcome.messages() < this.backlog || attempt == 2) {
 					return outcome;
 				}
@@ -279,6 +276,11 @@ final class Drain {
 			List<Outcome> sorted = sorted();
 			int n = sorted.size();
 			return (n % 2 == 1) ? sorted.get(n / 2).rate() : (sorted.get(n / 2 - 1).rate() + sorted.get(n / 2).rate()) / 2;
+		}
+
+		/** Every drain's rate, rounded, in the order they ran. */
+		String rates() {
+			return this.outcomes.stream().map((outcome) -> String.valueOf(Math.round(outcome.rate()))).toList().toString();
 		}
 
 		double minRate() {

@@ -160,7 +160,8 @@ final class FilterScenario {
 
 	/** One of {@code drains}, in {@code mode}, with {@code filter} (none if null) and the matching messages alone if none. */
 	private Drain.Outcome drain(Drain.Timed drains, ConsumptionMode mode, String filter) {
-		return drains.drain((matching) -> load(matching, filter != null), (handled) -> Drain.countingListener(
+		String label = "filter " + mode.name().toLowerCase(java.util.Locale.ROOT) + ((filter != null) ? " filtered" : " alone");
+		return drains.drain(label, (matching) -> load(matching, filter != null), (handled) -> Drain.countingListener(
 				this.template.context(), this.context.database().consumerPool(), "filter-bench", QUEUE, CONCURRENCY,
 				BATCH, mode, filter, handled));
 	}

@@ -2,7 +2,6 @@ package io.github.pgqueue.benchmarks;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.LongAdder;
 
 import javax.sql.DataSource;
 
@@ -10,7 +9,6 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueAdmin;
 import io.github.pgqueue.QueueContext;
-import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 
 /**
  * {@code granted-role}: what per-role access costs a consumer. Consumers (4, at batch 10 and 100,
@@ -38,31 +36,34 @@ final class GrantedRoleScenario {
 		database.execute("DO $$ BEGIN CREATE ROLE " + ROLE + " LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$");
 		new QueueAdmin(QueueContext.of(database.adminPool())).grant(ROLE, QUEUE, QueueAdmin.Access.SEND,
 				QueueAdmin.Access.CONSUME);
-		// More than the fastest side drains in the drain time (up to about 120 000 msg/s here).
-		int backlog = (int) Math.min(2_000_000, 150_000 * this.context.options().drainTime().toSeconds());
 		try (HikariDataSource granted = database.poolAs(ROLE, CONSUMERS + 4)) {
 			// Unmeasured: the JIT, both pools and both modes' statements settle before the first measured drain.
 			for (ConsumptionMode mode : ConsumptionMode.values()) {
-				drain(database.consumerPool(), mode, 10, backlog, "owner (warm-up)");
-				drain(granted, mode, 10, backlog, ROLE + " (warm-up)");
+				Drain.Timed warmUps = new Drain.Timed(this.context, 30_000);
+				drain(warmUps, database.consumerPool(), mode, 10, "owner (warm-up)");
+				drain(warmUps, granted, mode, 10, ROLE + " (warm-up)");
 			}
 			for (ConsumptionMode mode : ConsumptionMode.values()) {
 				for (int batch : List.of(10, 100)) {
+					// Up to about 120 000 msg/s here at batch 100 (a backlog that runs out grows).
+					Drain.Timed drains = new Drain.Timed(this.context, (batch == 10) ? 30_000 : 120_000);
 					List<Drain.Outcome> owner = new ArrayList<>();
 					List<Drain.Outcome> role = new ArrayList<>();
 					for (int round = 0; round < 3; round++) {
-						owner.add(drain(database.consumerPool(), mode, batch, backlog, "owner"));
-						role.add(drain(granted, mode, batch, backlog, ROLE));
+						owner.add(drain(drains, database.consumerPool(), mode, batch, "owner"));
+						role.add(drain(drains, granted, mode, batch, ROLE));
 					}
 					String system = (mode == ConsumptionMode.TRANSACTIONAL) ? "pgqueue-tx" : "pgqueue";
-					Drain.Outcome ownerMedian = new Drain.Runs(owner, backlog).median();
-					Drain.Outcome roleMedian = new Drain.Runs(role, backlog).median();
+					Drain.Runs ownerRuns = new Drain.Runs(owner, drains.backlog());
+					Drain.Runs roleRuns = new Drain.Runs(role, drains.backlog());
+					Drain.Outcome ownerMedian = ownerRuns.median();
+					Drain.Outcome roleMedian = roleRuns.median();
 					double ownerRate = ownerMedian.rate();
 					double roleRate = roleMedian.rate();
 					this.context.results().add(BenchRow.throughput("granted-role", system, CONSUMERS,
-							String.valueOf(batch), ownerMedian.messages(), ownerRate).with("runs", rates(owner)));
+							String.valueOf(batch), ownerMedian.messages(), ownerRate).with("runs", ownerRuns.rates()));
 					this.context.results().add(BenchRow.throughput("granted-role", system + "-granted", CONSUMERS,
-							String.valueOf(batch), roleMedian.messages(), roleRate).with("runs", rates(role)));
+							String.valueOf(batch), roleMedian.messages(), roleRate).with("runs", roleRuns.rates()));
 					this.context.results().ratio("scenario=granted-role system=" + system + " consumers=" + CONSUMERS
 							+ " batch=" + batch + " granted/owner=" + Results.ratio(roleRate / ownerRate));
 				}
@@ -73,33 +74,20 @@ final class GrantedRoleScenario {
 		}
 	}
 
-	/**
-	 * Drains a backlog of {@code messages} for the drain time with consumers logged in through
-	 * {@code pool} as {@code who}.
-	 */
-	private Drain.Outcome drain(DataSource pool, ConsumptionMode mode, int batch, int messages, String who) {
+	/** One of {@code drains}, by consumers logged in through {@code pool} as {@code who}. */
+	private Drain.Outcome drain(Drain.Timed drains, DataSource pool, ConsumptionMode mode, int batch, String who) {
+		return drains.drain("granted-role " + mode.name().toLowerCase(java.util.Locale.ROOT) + " " + who + " "
+				+ CONSUMERS + "x" + batch, this::load, (handled) -> Drain.countingListener(QueueContext.of(pool), pool,
+						"granted-bench", QUEUE, CONSUMERS, batch, mode, null, handled));
+	}
+
+	/** Empties the table and loads {@code messages} into the queue. */
+	private void load(long messages) {
 		BenchDatabase database = this.context.database();
 		database.execute("TRUNCATE pgqueue.message");
 		database.admin().update("INSERT INTO pgqueue.message (queue, payload) "
 				+ "SELECT ?, jsonb_build_object('n', g) FROM generate_series(1, ?) g", QUEUE, messages);
 		database.vacuumAnalyze("pgqueue.message");
-		LongAdder handled = new LongAdder();
-		QueueListenerEndpointRegistry registry = Drain.countingListener(QueueContext.of(pool), pool, "granted-bench",
-				QUEUE, CONSUMERS, batch, mode, null, handled);
-		this.context.startProbe();
-		Drain.Outcome listened = Drain.listenUntilHandled(registry, handled, messages,
-				this.context.options().drainTime());
-		this.context.endProbe("granted-role " + mode.name().toLowerCase(java.util.Locale.ROOT) + " " + who + " "
-				+ CONSUMERS + "x" + batch);
-		if (listened.messages() == 0) {
-			throw new IllegalStateException("Consumers logged in as " + who + " handled none of " + messages
-					+ " messages of '" + QUEUE + "' in " + this.context.options().drainTime().toSeconds() + " s");
-		}
-		return listened;
-	}
-
-	private static String rates(List<Drain.Outcome> drains) {
-		return drains.stream().map((drain) -> String.valueOf(Math.round(drain.rate()))).toList().toString();
 	}
 
 }

@@ -5,14 +5,11 @@ import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.pgqueue.AckMode;
+import io.github.pgqueue.ConsumptionMode;
 import io.github.pgqueue.QueueTemplate;
-import io.github.pgqueue.listener.ContainerProperties;
-import io.github.pgqueue.listener.DefaultQueueErrorHandler;
 import io.github.pgqueue.listener.QueueListenerEndpoint;
 import io.github.pgqueue.listener.QueueListenerEndpointRegistry;
 
@@ -65,15 +62,8 @@ public final class MemoryProbe {
 	}
 
 	private static QueueListenerEndpoint endpoint(String queue, int concurrency, int batchSize, LongAdder handled) {
-		return QueueListenerEndpoint.builder(queue)
-				.listener(Tick.class, (message, ack) -> handled.increment())
-				.containerProperties(ContainerProperties.builder(List.of(queue))
-					.concurrency(concurrency)
-					.errorHandler(new DefaultQueueErrorHandler())
-					.batchSize(batchSize)
-					.pollInterval(PgQueueSystem.POLL_INTERVAL)
-					.build())
-				.build();
+		return PgQueueSystem.endpoint(queue, queue, concurrency, batchSize, PgQueueSystem.POLL_INTERVAL,
+				ConsumptionMode.SESSION, null, (n) -> handled.increment());
 	}
 
 	private static HikariDataSource pool(String url, String name, int size) {

@@ -119,7 +119,7 @@ final class PgQueueSystem extends MessageTableSystem {
 	private Consumers start(int concurrency, int batchSize, Duration pollInterval, MessageHandler handler) {
 		QueueListenerEndpointRegistry registry = registry();
 		registry.registerListenerEndpoint(
-				endpoint("bench", QUEUE, concurrency, batchSize, pollInterval, this.mode, handler));
+				endpoint("bench", QUEUE, concurrency, batchSize, pollInterval, this.mode, null, handler));
 		registry.start();
 		return registry::stop;
 	}
@@ -139,7 +139,7 @@ final class PgQueueSystem extends MessageTableSystem {
 		QueueListenerEndpointRegistry registry = registry();
 		for (String queue : queues) {
 			registry.registerListenerEndpoint(
-					endpoint("bench-" + queue, queue, 1, batchSize, POLL_INTERVAL, this.mode, handler));
+					endpoint("bench-" + queue, queue, 1, batchSize, POLL_INTERVAL, this.mode, null, handler));
 		}
 		registry.start();
 		return registry::stop;
@@ -150,7 +150,7 @@ final class PgQueueSystem extends MessageTableSystem {
 		QueueListenerEndpointRegistry registry = registry();
 		for (int i = 0; i < listeners; i++) {
 			registry.registerListenerEndpoint(endpoint("idle-" + i, "idle-" + i, 1, DEFAULT_BATCH_SIZE, POLL_INTERVAL,
-					this.mode, (n) -> {
+					this.mode, null, (n) -> {
 					}));
 		}
 		registry.start();
@@ -161,8 +161,13 @@ final class PgQueueSystem extends MessageTableSystem {
 		return new QueueListenerEndpointRegistry(this.template.context(), this.database.consumerPool(), Duration.ofSeconds(10));
 	}
 
-	private static QueueListenerEndpoint endpoint(String id, String queue, int concurrency, int batchSize,
-			Duration pollInterval, ConsumptionMode mode, MessageHandler handler) {
+	/**
+	 * The benchmark's listener {@code id} of {@code queue}: {@code concurrency} pollers at
+	 * {@code batchSize} in {@code mode}, receiving only messages whose headers match {@code filter}
+	 * if it is not null, each {@link Tick}'s number handed to {@code handler}.
+	 */
+	static QueueListenerEndpoint endpoint(String id, String queue, int concurrency, int batchSize,
+			Duration pollInterval, ConsumptionMode mode, String filter, MessageHandler handler) {
 		return QueueListenerEndpoint.builder(id)
 				.listener(Tick.class, (message, ack) -> handler.onMessage(((Tick) message.payload()).n()))
 				.containerProperties(ContainerProperties.builder(List.of(queue))
@@ -171,6 +176,7 @@ final class PgQueueSystem extends MessageTableSystem {
 					.batchSize(batchSize)
 					.pollInterval(pollInterval)
 					.mode(mode)
+					.filter(filter)
 					.build())
 				.build();
 	}

@@ -88,19 +88,15 @@ final class RateLimitScenario {
 	 * length and the backlog the last one started from; returns that rate.
 	 */
 	private double add(String system, int batch, List<Drain.Outcome> outcomes, Drain.Timed drains) {
-		Drain.Outcome median = new Drain.Runs(outcomes, drains.backlog()).median();
+		Drain.Runs runs = new Drain.Runs(outcomes, drains.backlog());
+		Drain.Outcome median = runs.median();
 		this.context.results().add(BenchRow.throughput("rate-limit", system, CONSUMERS, String.valueOf(batch),
 				median.messages(), median.rate())
-			.with("runs", rates(outcomes))
+			.with("runs", runs.rates())
 			.with("drain_ms", outcomes.stream().map((outcome) -> Math.round(outcome.seconds() * 1000)).toList()
 				.toString())
 			.with("backlog", drains.backlog()));
 		return median.rate();
-	}
-
-	/** The rates of {@code outcomes}, rounded, in the order they ran. */
-	private static String rates(List<Drain.Outcome> outcomes) {
-		return outcomes.stream().map((outcome) -> String.valueOf(Math.round(outcome.rate()))).toList().toString();
 	}
 
 	/**
@@ -111,7 +107,9 @@ final class RateLimitScenario {
 			RateLimit perKey) {
 		QueueDefinition definition = QueueDefinition.of(QUEUE).withRateLimit(limit);
 		this.admin.declare(keyed ? definition.withConcurrencyKey("tenant", null, perKey) : definition);
-		return drains.drain((messages) -> load(messages, keyed), (handled) -> Drain.countingListener(
+		String label = "rate-limit " + mode.name().toLowerCase(java.util.Locale.ROOT) + " " + CONSUMERS + "x" + batch
+				+ (keyed ? " keyed" : "") + ((limit != null || perKey != null) ? " limited" : "");
+		return drains.drain(label, (messages) -> load(messages, keyed), (handled) -> Drain.countingListener(
 				this.template.context(), this.context.database().consumerPool(), "rate-bench", QUEUE, CONSUMERS, batch,
 				mode, null, handled));
 	}

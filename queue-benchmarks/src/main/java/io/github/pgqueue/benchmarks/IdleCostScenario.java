@@ -41,6 +41,7 @@ final class IdleCostScenario {
 	private void record(String system, int listeners, long windowMillis) {
 		BenchDatabase.StatementsRun run = this.context.database().statementsDuring(windowMillis);
 		double perSecond = run.statements() / (windowMillis / 1000.0);
+		run.busiest().forEach((line) -> System.out.println("# idle-cost " + system + ": " + line));
 		BenchRow row = new BenchRow("idle-cost", system, listeners, "-", 0, null, null, null, java.util.Map.of())
 			.with("statements_per_s", perSecond);
 		if (listeners > 0) {

@@ -59,6 +59,9 @@ final class Results {
 					ratio.put(other, mine.msgsPerSecond() / theirs.msgsPerSecond());
 				}
 			}
+			if (ratio.isEmpty()) {
+				continue;
+			}
 			StringBuilder line = new StringBuilder("RATIO scenario=").append(scenario)
 				.append(" consumers=").append(mine.consumers())
 				.append(" batch=").append(mine.batch());
